@@ -1,0 +1,23 @@
+/*
+ * cli.h — the subcommand table type and the entry points of moedesk-cli's
+ * commands, one per cmd-*.c file. Each takes argv starting at the command
+ * name and returns the exit status.
+ */
+#ifndef MOEDESK_CLI_H
+#define MOEDESK_CLI_H
+
+#include "moe.h"
+
+#ifndef MOEDESK_VERSION
+#define MOEDESK_VERSION "0.1.0"
+#endif
+
+typedef struct cli_command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+} cli_command;
+
+int cli_cmd_version(int argc, char **argv);
+
+#endif /* MOEDESK_CLI_H */

@@ -1,0 +1,43 @@
+/*
+ * main.c — moedesk-cli entry point: finds the subcommand and hands argv to
+ * it. Each subcommand lives in its own cmd-*.c file and returns the process
+ * exit status (0 success, 1 bad input or failure, 2 usage error).
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const cli_command commands[] = {
+    {"version", "print the version", cli_cmd_version},
+};
+
+static void print_usage(FILE *out)
+{
+    fprintf(out, "usage: moedesk-cli COMMAND [OPTIONS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nRun 'moedesk-cli COMMAND --help' for a command's options.\n");
+}
+
+int cli_cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("moedesk-cli %s (libmoe %s)\n", MOEDESK_VERSION, moe_version());
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        print_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "moedesk-cli: unknown command '%s'\n", argv[1]);
+    print_usage(stderr);
+    return 2;
+}

@@ -1,0 +1,360 @@
+/*
+ * moe.h — the one public header of libmoe, the MoeDesk engine.
+ *
+ * libmoe reads and writes GGUF model files, knows the tensor block formats
+ * that llama.cpp uses (so files interoperate both ways), tokenizes text with
+ * the vocabulary stored in a GGUF file, and (in later layers) runs
+ * Mixture-of-Experts models. It is plain C11 plus libc and threads: no GLib,
+ * so it cross-compiles with mingw-w64 and its tests run under wine.
+ *
+ * Conventions that hold for every function below:
+ *   - Fallible calls return a moe_status and, when `err` is not NULL, write a
+ *     one-line, NUL-terminated message into it naming the thing at fault
+ *     (file, key, tensor, token...). The library never exits or aborts.
+ *   - Handles are opaque. Every `*_open`/`*_new`/`*_load` has a `*_free`;
+ *     `*_free(NULL)` is a no-op.
+ *   - Pointers returned by a getter borrow from the handle and stay valid
+ *     until that handle is freed, unless the comment says otherwise.
+ *   - Thread safety: a read-only handle (moe_gguf, moe_vocab) may be used by
+ *     several threads at once; a writer or decoder state by one at a time.
+ */
+#ifndef MOE_H
+#define MOE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status and errors                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef enum moe_status {
+    MOE_OK = 0,
+    MOE_ERR_IO,          /* open/read/write/mmap failed (errno text in msg) */
+    MOE_ERR_FORMAT,      /* the file or data is malformed                   */
+    MOE_ERR_UNSUPPORTED, /* well-formed but not something we handle         */
+    MOE_ERR_INVALID_ARG, /* the caller passed something out of contract     */
+    MOE_ERR_NOMEM,       /* an allocation failed                            */
+    MOE_ERR_RANGE,       /* an output buffer is too small / value too big   */
+    MOE_ERR_NOT_FOUND,   /* a key, tensor or token does not exist           */
+} moe_status;
+
+#define MOE_ERR_MSG_SIZE 512
+
+/* Where a fallible call writes its one-line message. Zero-initialise it. */
+typedef struct moe_err {
+    char msg[MOE_ERR_MSG_SIZE];
+} moe_err;
+
+/* A short constant name for a status ("format error", ...). */
+const char *moe_status_str(moe_status status);
+
+/* libmoe's version as "MAJOR.MINOR.PATCH". */
+const char *moe_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Tensor types and block formats                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Numbered exactly as ggml's `enum ggml_type`, because these numbers are
+ * stored in GGUF files. Only the ones named here are known to libmoe; any
+ * other number read from a file is reported as MOE_ERR_UNSUPPORTED. */
+typedef enum moe_type {
+    MOE_TYPE_F32  = 0,
+    MOE_TYPE_F16  = 1,
+    MOE_TYPE_Q4_0 = 2,
+    MOE_TYPE_Q8_0 = 8,
+    MOE_TYPE_Q4_K = 12,
+    MOE_TYPE_Q6_K = 14,
+    MOE_TYPE_BF16 = 30,
+    MOE_TYPE_COUNT = 40, /* one past the largest ggml number we reserve */
+} moe_type;
+
+/* True for the types above (those libmoe can size and dequantise). */
+bool moe_type_is_known(int type);
+/* "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"; NULL if unknown. */
+const char *moe_type_name(moe_type type);
+/* Parses a name case-insensitively ("Q4_K", "q4_k_m" is NOT accepted).
+ * Returns false if unknown. */
+bool moe_type_from_name(const char *name, moe_type *out);
+/* Elements per block (1 for float types, 32 for Q8_0/Q4_0, 256 for K). */
+int64_t moe_type_block_elems(moe_type type);
+/* Bytes per block (4, 2, 2, 34, 18, 144, 210). */
+size_t moe_type_block_bytes(moe_type type);
+/* Bytes of one row of `n_elems` elements; 0 if n_elems is not a multiple of
+ * the block size or the type is unknown. */
+size_t moe_type_row_bytes(moe_type type, int64_t n_elems);
+/* True if moe_quantize_row can produce this type. */
+bool moe_type_can_quantize(moe_type type);
+
+/* IEEE half and bfloat16 conversions (round to nearest even). */
+float    moe_f16_to_f32(uint16_t h);
+uint16_t moe_f32_to_f16(float f);
+float    moe_bf16_to_f32(uint16_t h);
+uint16_t moe_f32_to_bf16(float f);
+
+/* Dequantise `n_elems` elements (a multiple of the block size) of `type`
+ * from `src` into `dst`. Scalar reference implementation. */
+moe_status moe_dequantize_row(moe_type type, const void *src, float *dst,
+                              int64_t n_elems);
+
+/* Quantise `n_elems` floats (a multiple of the block size) into `dst`, which
+ * must hold moe_type_row_bytes(type, n_elems) bytes. Supported: F32, F16,
+ * BF16, Q8_0, Q4_0 (byte-identical to llama.cpp's reference quantisers) and
+ * Q4_K. Returns MOE_ERR_UNSUPPORTED for other types. */
+moe_status moe_quantize_row(moe_type type, const float *src, void *dst,
+                            int64_t n_elems);
+
+/* ------------------------------------------------------------------------ */
+/* GGUF files (version 3; versions 2 read too)                              */
+/* ------------------------------------------------------------------------ */
+
+/* Metadata value types, numbered as in the GGUF specification. */
+typedef enum moe_gguf_type {
+    MOE_GGUF_UINT8   = 0,
+    MOE_GGUF_INT8    = 1,
+    MOE_GGUF_UINT16  = 2,
+    MOE_GGUF_INT16   = 3,
+    MOE_GGUF_UINT32  = 4,
+    MOE_GGUF_INT32   = 5,
+    MOE_GGUF_FLOAT32 = 6,
+    MOE_GGUF_BOOL    = 7,
+    MOE_GGUF_STRING  = 8,
+    MOE_GGUF_ARRAY   = 9,
+    MOE_GGUF_UINT64  = 10,
+    MOE_GGUF_INT64   = 11,
+    MOE_GGUF_FLOAT64 = 12,
+} moe_gguf_type;
+
+#define MOE_GGUF_DEFAULT_ALIGNMENT 32
+#define MOE_GGUF_MAX_DIMS 4
+
+/* A byte string inside the mapped file: not NUL-terminated. */
+typedef struct moe_str {
+    const char *ptr;
+    uint64_t    len;
+} moe_str;
+
+/* One tensor as described by the file. `data` points into the mapping. */
+typedef struct moe_gguf_tensor {
+    const char *name;                 /* NUL-terminated copy               */
+    uint32_t    n_dims;               /* 1..4                               */
+    int64_t     ne[MOE_GGUF_MAX_DIMS]; /* elements per dim, ne[0] innermost;
+                                         unused dims are 1                 */
+    moe_type    type;
+    uint64_t    offset;               /* from the file's data section start */
+    uint64_t    size_bytes;           /* moe_type_row_bytes * rows          */
+    uint32_t    split;                /* which file of a split set          */
+    const void *data;                 /* mapped, read-only                  */
+} moe_gguf_tensor;
+
+typedef struct moe_gguf moe_gguf;
+
+/* Opens a GGUF file read-only with mmap; nothing but the header is read.
+ * Every count, offset, length, dimension and tensor extent is checked
+ * against the file size and against overflow; a file that fails any check
+ * is rejected with a message naming the file and the fault.
+ * If `path` names the first file of a split set ("X-00001-of-00003.gguf",
+ * or a file with split.count > 1), all parts are opened and presented as one
+ * model: the key/values are the first file's, the tensors are the union. */
+moe_status moe_gguf_open(const char *path, moe_gguf **out, moe_err *err);
+void       moe_gguf_free(moe_gguf *gguf);
+
+uint32_t moe_gguf_version(const moe_gguf *gguf);
+uint32_t moe_gguf_alignment(const moe_gguf *gguf);
+uint32_t moe_gguf_n_splits(const moe_gguf *gguf);
+/* Total size in bytes of all files of the set. */
+uint64_t moe_gguf_file_bytes(const moe_gguf *gguf);
+
+/* Key/values. Indices run 0..n_kv-1 in file order. */
+int64_t       moe_gguf_n_kv(const moe_gguf *gguf);
+/* Index of `key`, or -1. */
+int64_t       moe_gguf_find_key(const moe_gguf *gguf, const char *key);
+const char   *moe_gguf_key(const moe_gguf *gguf, int64_t i); /* NUL-terminated */
+moe_gguf_type moe_gguf_kv_type(const moe_gguf *gguf, int64_t i);
+/* For arrays: the element type and length (0 for non-arrays). */
+moe_gguf_type moe_gguf_arr_type(const moe_gguf *gguf, int64_t i);
+uint64_t      moe_gguf_arr_len(const moe_gguf *gguf, int64_t i);
+/* Numeric arrays: pointer to the packed little-endian elements (may be
+ * unaligned: copy with memcpy). NULL for string arrays. */
+const void   *moe_gguf_arr_data(const moe_gguf *gguf, int64_t i);
+/* String arrays: element j. */
+moe_str       moe_gguf_arr_str(const moe_gguf *gguf, int64_t i, uint64_t j);
+/* Scalars. The typed getters return the value converted where lossless
+ * (any integer type into int64/uint64 if in range, float32 into double);
+ * MOE_ERR_FORMAT if the stored type does not convert. */
+moe_status moe_gguf_get_u64(const moe_gguf *gguf, int64_t i, uint64_t *out);
+moe_status moe_gguf_get_i64(const moe_gguf *gguf, int64_t i, int64_t *out);
+moe_status moe_gguf_get_f64(const moe_gguf *gguf, int64_t i, double *out);
+moe_status moe_gguf_get_bool(const moe_gguf *gguf, int64_t i, bool *out);
+moe_status moe_gguf_get_str(const moe_gguf *gguf, int64_t i, moe_str *out);
+
+/* Convenience lookups by key: return `def` when the key is missing or has
+ * an incompatible type. The string version returns a NUL-terminated copy
+ * owned by the handle, or NULL. */
+uint64_t    moe_gguf_u64_or(const moe_gguf *gguf, const char *key, uint64_t def);
+double      moe_gguf_f64_or(const moe_gguf *gguf, const char *key, double def);
+bool        moe_gguf_bool_or(const moe_gguf *gguf, const char *key, bool def);
+const char *moe_gguf_str_or(const moe_gguf *gguf, const char *key, const char *def);
+
+/* Tensors, in file order (split parts in order). */
+int64_t                moe_gguf_n_tensors(const moe_gguf *gguf);
+const moe_gguf_tensor *moe_gguf_tensor_at(const moe_gguf *gguf, int64_t i);
+/* NULL if absent. */
+const moe_gguf_tensor *moe_gguf_find_tensor(const moe_gguf *gguf, const char *name);
+
+/* ---- Writer ------------------------------------------------------------ */
+/* Builds a GGUF v3 file that llama.cpp reads. Usage:
+ *   w = moe_gguf_writer_new();
+ *   moe_gguf_writer_set_*(w, ...);            key/values, in order
+ *   moe_gguf_writer_add_tensor(w, ...);        tensor infos, in order
+ *   either moe_gguf_writer_write_file(w, path, err)   (all data given)
+ *   or     moe_gguf_writer_begin(w, path, err);
+ *          moe_gguf_writer_write_tensor_data(w, idx, data, err) for each idx in
+ *          order (streaming, so only one tensor needs to be in memory);
+ *          moe_gguf_writer_finish(w, err);
+ * Setting a key that exists replaces its value in place. Strings and arrays
+ * are copied. `general.alignment` (uint32, power of two) is honoured. */
+typedef struct moe_gguf_writer moe_gguf_writer;
+
+moe_gguf_writer *moe_gguf_writer_new(void);
+void             moe_gguf_writer_free(moe_gguf_writer *w);
+
+moe_status moe_gguf_writer_set_u8(moe_gguf_writer *w, const char *key, uint8_t v);
+moe_status moe_gguf_writer_set_i8(moe_gguf_writer *w, const char *key, int8_t v);
+moe_status moe_gguf_writer_set_u16(moe_gguf_writer *w, const char *key, uint16_t v);
+moe_status moe_gguf_writer_set_i16(moe_gguf_writer *w, const char *key, int16_t v);
+moe_status moe_gguf_writer_set_u32(moe_gguf_writer *w, const char *key, uint32_t v);
+moe_status moe_gguf_writer_set_i32(moe_gguf_writer *w, const char *key, int32_t v);
+moe_status moe_gguf_writer_set_f32(moe_gguf_writer *w, const char *key, float v);
+moe_status moe_gguf_writer_set_u64(moe_gguf_writer *w, const char *key, uint64_t v);
+moe_status moe_gguf_writer_set_i64(moe_gguf_writer *w, const char *key, int64_t v);
+moe_status moe_gguf_writer_set_f64(moe_gguf_writer *w, const char *key, double v);
+moe_status moe_gguf_writer_set_bool(moe_gguf_writer *w, const char *key, bool v);
+moe_status moe_gguf_writer_set_str(moe_gguf_writer *w, const char *key, const char *v);
+/* Numeric array of `n` elements of `elem_type` (not STRING/ARRAY), packed. */
+moe_status moe_gguf_writer_set_arr(moe_gguf_writer *w, const char *key,
+                                   moe_gguf_type elem_type, const void *data,
+                                   uint64_t n);
+moe_status moe_gguf_writer_set_arr_str(moe_gguf_writer *w, const char *key,
+                                       const moe_str *strs, uint64_t n);
+/* Copies key/value `i` of `src` (any type, arrays included). */
+moe_status moe_gguf_writer_copy_kv(moe_gguf_writer *w, const moe_gguf *src, int64_t i);
+/* Removes a key if present. */
+void       moe_gguf_writer_remove_key(moe_gguf_writer *w, const char *key);
+
+/* Declares a tensor. `data` may be NULL when streaming with begin/
+ * write_tensor_data; otherwise it is borrowed until write_file returns. */
+moe_status moe_gguf_writer_add_tensor(moe_gguf_writer *w, const char *name,
+                                      moe_type type, uint32_t n_dims,
+                                      const int64_t *ne, const void *data);
+
+moe_status moe_gguf_writer_write_file(moe_gguf_writer *w, const char *path, moe_err *err);
+moe_status moe_gguf_writer_begin(moe_gguf_writer *w, const char *path, moe_err *err);
+moe_status moe_gguf_writer_write_tensor_data(moe_gguf_writer *w, int64_t idx,
+                                             const void *data, moe_err *err);
+moe_status moe_gguf_writer_finish(moe_gguf_writer *w, moe_err *err);
+
+/* ------------------------------------------------------------------------ */
+/* Tokenizer                                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef enum moe_vocab_kind {
+    MOE_VOCAB_BPE = 1, /* tokenizer.ggml.model = "gpt2": byte-level BPE     */
+    MOE_VOCAB_SPM = 2, /* tokenizer.ggml.model = "llama": SentencePiece BPE */
+} moe_vocab_kind;
+
+/* Token types as stored in tokenizer.ggml.token_type. */
+typedef enum moe_token_type {
+    MOE_TOKEN_UNDEFINED    = 0,
+    MOE_TOKEN_NORMAL       = 1,
+    MOE_TOKEN_UNKNOWN      = 2,
+    MOE_TOKEN_CONTROL      = 3,
+    MOE_TOKEN_USER_DEFINED = 4,
+    MOE_TOKEN_UNUSED       = 5,
+    MOE_TOKEN_BYTE         = 6,
+} moe_token_type;
+
+/* Special ids; a vocabulary that lacks one reports -1. */
+typedef enum moe_special {
+    MOE_SPECIAL_BOS = 0,
+    MOE_SPECIAL_EOS,
+    MOE_SPECIAL_EOT,
+    MOE_SPECIAL_UNK,
+    MOE_SPECIAL_PAD,
+    MOE_SPECIAL_SEP,
+    MOE_SPECIAL_NL,
+    MOE_SPECIAL_FIM_PRE,
+    MOE_SPECIAL_FIM_SUF,
+    MOE_SPECIAL_FIM_MID,
+    MOE_SPECIAL_FIM_PAD,
+    MOE_SPECIAL_FIM_REP,
+    MOE_SPECIAL_FIM_SEP,
+    MOE_SPECIAL_COUNT,
+} moe_special;
+
+typedef struct moe_vocab moe_vocab;
+
+/* Builds the tokenizer from the file's tokenizer.ggml.* keys. The handle
+ * copies what it needs: `gguf` may be freed afterwards. */
+moe_status moe_vocab_load(const moe_gguf *gguf, moe_vocab **out, moe_err *err);
+void       moe_vocab_free(moe_vocab *vocab);
+
+moe_vocab_kind moe_vocab_kind_of(const moe_vocab *vocab);
+/* tokenizer.ggml.pre as loaded ("qwen2", "llama-bpe", "default", ...). */
+const char    *moe_vocab_pre(const moe_vocab *vocab);
+int32_t        moe_vocab_n_tokens(const moe_vocab *vocab);
+int32_t        moe_vocab_special(const moe_vocab *vocab, moe_special which);
+bool           moe_vocab_add_bos(const moe_vocab *vocab);
+bool           moe_vocab_add_eos(const moe_vocab *vocab);
+moe_token_type moe_vocab_token_type(const moe_vocab *vocab, int32_t id);
+/* The token's stored text (byte-level BPE: the GPT-2 byte-mapped form). */
+moe_str        moe_vocab_token_text(const moe_vocab *vocab, int32_t id);
+/* True for ids that end generation (EOS, EOT and any other end-of-generation
+ * token the vocabulary marks). */
+bool           moe_vocab_is_eog(const moe_vocab *vocab, int32_t id);
+
+/* Flags for moe_tokenize. */
+#define MOE_TOKENIZE_ADD_SPECIAL   1u /* add BOS/EOS as the vocab asks       */
+#define MOE_TOKENIZE_PARSE_SPECIAL 2u /* text like "<|im_start|>" becomes the
+                                         control token instead of plain text */
+
+/* Tokenizes `len` bytes of UTF-8 `text` (invalid UTF-8 is tokenized as
+ * bytes, never rejected). Writes up to `cap` ids to `tokens` and the count to
+ * `*n_tokens`; if `cap` is too small returns MOE_ERR_RANGE with `*n_tokens`
+ * set to the number needed. */
+moe_status moe_tokenize(const moe_vocab *vocab, const char *text, size_t len,
+                        unsigned flags, int32_t *tokens, size_t cap,
+                        size_t *n_tokens, moe_err *err);
+
+/* The bytes a token stands for (byte-level BPE unmapped, SPM "▁" as space,
+ * <0xNN> byte tokens as that byte). Control tokens give their text only when
+ * `render_special` is true, else nothing. Returns the number of bytes, which
+ * may exceed `cap` (then only `cap` were written), or -1 for an invalid id. */
+int64_t moe_token_to_piece(const moe_vocab *vocab, int32_t id, bool render_special,
+                           char *buf, size_t cap);
+
+/* Streaming detokenizer: feed ids one at a time, get back only complete
+ * UTF-8 characters; bytes of an unfinished character are held until the
+ * next token completes them (or flush gives them up as U+FFFD). */
+typedef struct moe_detok moe_detok;
+
+moe_detok *moe_detok_new(const moe_vocab *vocab, bool render_special);
+void       moe_detok_free(moe_detok *d);
+/* Appends the text `id` completes to `out` (capacity `cap`, at most
+ * cap-1 bytes plus NUL). Returns bytes written, or -1 for an invalid id or a
+ * too-small buffer (64 bytes plus the longest token always suffice). */
+int64_t    moe_detok_push(moe_detok *d, int32_t id, char *out, size_t cap);
+/* Emits what is held (incomplete sequences as U+FFFD) and resets. */
+int64_t    moe_detok_flush(moe_detok *d, char *out, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOE_H */
