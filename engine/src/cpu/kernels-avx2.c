@@ -1,0 +1,399 @@
+/*
+ * kernels-avx2.c — the AVX2 + FMA + F16C kernel table (x86-64 since
+ * Haswell/Zen). Compiled alone with -mavx2 -mfma -mf16c; chosen at run time
+ * only when cpuid says so. The AVX-512 table reuses the K-quant kernels
+ * from here (every AVX-512 CPU has AVX2), so they are exported under
+ * moe_avx2_* names through kernels-x86.h.
+ *
+ * Int8 products use the sign trick: maddubs needs one unsigned operand, so
+ * |w| meets sign(w) * x; the int16 pair sums stay within range because
+ * |w| <= 128 and |x| <= 127. Matrix tiles: 4 rows x 1 column (decode, four
+ * independent accumulators) and 1 row x 4 columns (prefill, one weight load
+ * shared by four tokens).
+ */
+#include "kernels.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include "kernels-x86.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+/* ---- shared helpers --------------------------------------------------- */
+
+static void quantize_q8_0(const float *x, void *vy, int64_t n)
+{
+    moe_block_q8_0 *y = vy;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < n / MOE_QK8_0; b++, x += MOE_QK8_0) {
+        __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
+        __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
+        __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                                 _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+        float amax = moe_x86_hmax(m);
+        float d = amax / 127.0f;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = moe_f32_to_f16(d);
+        __m256 vid = _mm256_set1_ps(id);
+        __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, vid));
+        __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, vid));
+        __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, vid));
+        __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, vid));
+        _mm256_storeu_si256((__m256i *)y[b].qs, moe_x86_pack_i32_to_i8(i0, i1, i2, i3));
+    }
+}
+
+static void quantize_q8_k(const float *x, void *vy, int64_t n)
+{
+    moe_block_q8_k *y = vy;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int64_t b = 0; b < n / MOE_QK_K; b++, x += MOE_QK_K) {
+        __m256 m = _mm256_setzero_ps();
+        for (int i = 0; i < MOE_QK_K; i += 8)
+            m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+        float amax = moe_x86_hmax(m);
+        float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        y[b].d = amax != 0.0f ? 1.0f / id : 0.0f;
+        __m256 vid = _mm256_set1_ps(id);
+        for (int i = 0; i < MOE_QK_K; i += 32) {
+            __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vid));
+            __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), vid));
+            __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 16), vid));
+            __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 24), vid));
+            __m256i q = moe_x86_pack_i32_to_i8(i0, i1, i2, i3);
+            /* 127/amax * x may round to 128 only through float error;
+             * clamp like the scalar table. */
+            q = _mm256_max_epi8(q, _mm256_set1_epi8(-127));
+            _mm256_storeu_si256((__m256i *)(y[b].qs + i), q);
+            __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
+            /* s16 lanes hold pair sums; 8 of them make one 16-sum. */
+            __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+            int32_t t[8];
+            _mm256_storeu_si256((__m256i *)t, s32);
+            y[b].bsums[i / 16] = (int16_t)(t[0] + t[1] + t[2] + t[3]);
+            y[b].bsums[i / 16 + 1] = (int16_t)(t[4] + t[5] + t[6] + t[7]);
+        }
+    }
+}
+
+/* ---- float weights ---------------------------------------------------- */
+
+/* Loads 8 weights of the given float format as F32. */
+#define LOAD_F32(p)  _mm256_loadu_ps((const float *)(p))
+#define LOAD_F16(p)  _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define LOAD_BF16(p) _mm256_castsi256_ps(_mm256_slli_epi32(                     \
+                         _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+
+static inline float f16s(uint16_t h) { return _cvtsh_ss(h); }
+static inline float bf16s(uint16_t h) { return moe_bf16_to_f32(h); }
+static inline float f32s(float f) { return f; }
+
+/* One row times up to four columns of F32 activations. */
+#define FLOAT_MM(name, wtype, LOAD, SCAL)                                          \
+    static void name(int64_t n, const void *w, size_t ws, int64_t nr,              \
+                     const void *x, size_t xs, int64_t nc, float *y, size_t ys)    \
+    {                                                                              \
+        const int64_t n8 = n & ~(int64_t)7;                                        \
+        for (int64_t r = 0; r < nr; r++) {                                         \
+            const wtype *wr = (const wtype *)((const char *)w + r * ws);           \
+            for (int64_t c0 = 0; c0 < nc; c0 += 4) {                               \
+                const int64_t m = nc - c0 < 4 ? nc - c0 : 4;                       \
+                const float *xc[4];                                                \
+                for (int64_t j = 0; j < 4; j++)                                    \
+                    xc[j] = (const float *)((const char *)x +                      \
+                                            (c0 + (j < m ? j : 0)) * xs);          \
+                __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;        \
+                for (int64_t i = 0; i < n8; i += 8) {                              \
+                    __m256 wv = LOAD(wr + i);                                      \
+                    a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xc[0] + i), a0);      \
+                    a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xc[1] + i), a1);      \
+                    a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xc[2] + i), a2);      \
+                    a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xc[3] + i), a3);      \
+                }                                                                  \
+                float s[4] = {moe_x86_hsum(a0), moe_x86_hsum(a1),                  \
+                              moe_x86_hsum(a2), moe_x86_hsum(a3)};                 \
+                for (int64_t i = n8; i < n; i++)                                   \
+                    for (int64_t j = 0; j < 4; j++)                                \
+                        s[j] += SCAL(wr[i]) * xc[j][i];                            \
+                for (int64_t j = 0; j < m; j++)                                    \
+                    y[(c0 + j) * ys + r] = s[j];                                   \
+            }                                                                      \
+        }                                                                          \
+    }
+
+FLOAT_MM(mm_f32, float, LOAD_F32, f32s)
+FLOAT_MM(mm_f16, uint16_t, LOAD_F16, f16s)
+FLOAT_MM(mm_bf16, uint16_t, LOAD_BF16, bf16s)
+
+/* ---- Q8_0 / Q4_0 ------------------------------------------------------ */
+
+/* sum of w[i] * x[i] over 32 int8 pairs, as 8 int32 lanes in floats */
+static inline __m256 dot32_i8(__m256i w, __m256i x)
+{
+    __m256i aw = _mm256_sign_epi8(w, w);
+    __m256i sx = _mm256_sign_epi8(x, w);
+    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1));
+    return _mm256_cvtepi32_ps(p);
+}
+
+static inline __m256i load_q8_0(const moe_block_q8_0 *b)
+{
+    return _mm256_loadu_si256((const __m256i *)b->qs);
+}
+
+static inline __m256i load_q4_0(const moe_block_q4_0 *b)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)b->qs);
+    __m128i lo = _mm_and_si128(v, _mm_set1_epi8(15));
+    __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(15));
+    return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
+}
+
+#define Q0_MM(name, btype, LOADW)                                                  \
+    static void name(int64_t n, const void *w, size_t ws, int64_t nr,              \
+                     const void *x, size_t xs, int64_t nc, float *y, size_t ys)    \
+    {                                                                              \
+        const int64_t nb = n / MOE_QK8_0;                                          \
+        for (int64_t c0 = 0; c0 + 4 <= nc; c0 += 4) {                              \
+            const moe_block_q8_0 *x0 = (const void *)((const char *)x + c0 * xs);  \
+            const moe_block_q8_0 *x1 = (const void *)((const char *)x0 + xs);      \
+            const moe_block_q8_0 *x2 = (const void *)((const char *)x1 + xs);      \
+            const moe_block_q8_0 *x3 = (const void *)((const char *)x2 + xs);      \
+            for (int64_t r = 0; r < nr; r++) {                                     \
+                const btype *wr = (const void *)((const char *)w + r * ws);        \
+                __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;        \
+                for (int64_t b = 0; b < nb; b++) {                                 \
+                    __m256i wv = LOADW(&wr[b]);                                    \
+                    float dw = f16s(wr[b].d);                                      \
+                    a0 = _mm256_fmadd_ps(dot32_i8(wv, load_q8_0(&x0[b])),          \
+                                         _mm256_set1_ps(dw * f16s(x0[b].d)), a0);  \
+                    a1 = _mm256_fmadd_ps(dot32_i8(wv, load_q8_0(&x1[b])),          \
+                                         _mm256_set1_ps(dw * f16s(x1[b].d)), a1);  \
+                    a2 = _mm256_fmadd_ps(dot32_i8(wv, load_q8_0(&x2[b])),          \
+                                         _mm256_set1_ps(dw * f16s(x2[b].d)), a2);  \
+                    a3 = _mm256_fmadd_ps(dot32_i8(wv, load_q8_0(&x3[b])),          \
+                                         _mm256_set1_ps(dw * f16s(x3[b].d)), a3);  \
+                }                                                                  \
+                y[(c0 + 0) * ys + r] = moe_x86_hsum(a0);                           \
+                y[(c0 + 1) * ys + r] = moe_x86_hsum(a1);                           \
+                y[(c0 + 2) * ys + r] = moe_x86_hsum(a2);                           \
+                y[(c0 + 3) * ys + r] = moe_x86_hsum(a3);                           \
+            }                                                                      \
+        }                                                                          \
+        for (int64_t c = nc & ~(int64_t)3; c < nc; c++) {                          \
+            const moe_block_q8_0 *xc = (const void *)((const char *)x + c * xs);   \
+            int64_t r = 0;                                                         \
+            for (; r + 4 <= nr; r += 4) {                                          \
+                const btype *w0 = (const void *)((const char *)w + r * ws);        \
+                const btype *w1 = (const void *)((const char *)w0 + ws);           \
+                const btype *w2 = (const void *)((const char *)w1 + ws);           \
+                const btype *w3 = (const void *)((const char *)w2 + ws);           \
+                __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;        \
+                for (int64_t b = 0; b < nb; b++) {                                 \
+                    __m256i xv = load_q8_0(&xc[b]);                                \
+                    float dx = f16s(xc[b].d);                                      \
+                    a0 = _mm256_fmadd_ps(dot32_i8(LOADW(&w0[b]), xv),              \
+                                         _mm256_set1_ps(dx * f16s(w0[b].d)), a0);  \
+                    a1 = _mm256_fmadd_ps(dot32_i8(LOADW(&w1[b]), xv),              \
+                                         _mm256_set1_ps(dx * f16s(w1[b].d)), a1);  \
+                    a2 = _mm256_fmadd_ps(dot32_i8(LOADW(&w2[b]), xv),              \
+                                         _mm256_set1_ps(dx * f16s(w2[b].d)), a2);  \
+                    a3 = _mm256_fmadd_ps(dot32_i8(LOADW(&w3[b]), xv),              \
+                                         _mm256_set1_ps(dx * f16s(w3[b].d)), a3);  \
+                }                                                                  \
+                y[c * ys + r + 0] = moe_x86_hsum(a0);                              \
+                y[c * ys + r + 1] = moe_x86_hsum(a1);                              \
+                y[c * ys + r + 2] = moe_x86_hsum(a2);                              \
+                y[c * ys + r + 3] = moe_x86_hsum(a3);                              \
+            }                                                                      \
+            for (; r < nr; r++) {                                                  \
+                const btype *wr = (const void *)((const char *)w + r * ws);        \
+                __m256 a0 = _mm256_setzero_ps();                                   \
+                for (int64_t b = 0; b < nb; b++)                                   \
+                    a0 = _mm256_fmadd_ps(dot32_i8(LOADW(&wr[b]), load_q8_0(&xc[b])), \
+                                         _mm256_set1_ps(f16s(xc[b].d) * f16s(wr[b].d)), a0); \
+                y[c * ys + r] = moe_x86_hsum(a0);                                  \
+            }                                                                      \
+        }                                                                          \
+    }
+
+Q0_MM(mm_q8_0, moe_block_q8_0, load_q8_0)
+Q0_MM(mm_q4_0, moe_block_q4_0, load_q4_0)
+
+/* ---- K-quants ----------------------------------------------------------- */
+
+/* One row of Q4_K times up to four Q8_K columns: the nibbles of a block are
+ * unpacked once and meet every column. */
+void moe_avx2_mm_q4_k(int64_t n, const void *w, size_t ws, int64_t nr,
+                      const void *x, size_t xs, int64_t nc, float *y, size_t ys)
+{
+    const int64_t nb = n / MOE_QK_K;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    for (int64_t r = 0; r < nr; r++) {
+        const moe_block_q4_k *wr = (const void *)((const char *)w + r * ws);
+        for (int64_t c0 = 0; c0 < nc; c0 += 4) {
+            const int64_t m = nc - c0 < 4 ? nc - c0 : 4;
+            const moe_block_q8_k *xc[4];
+            for (int64_t j = 0; j < 4; j++)
+                xc[j] = (const void *)((const char *)x + (c0 + (j < m ? j : 0)) * xs);
+            __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(),
+                             _mm256_setzero_ps(), _mm256_setzero_ps()};
+            float accm[4] = {0, 0, 0, 0};
+            for (int64_t b = 0; b < nb; b++) {
+                uint8_t sc[8], mn[8];
+                moe_x86_q4_k_scales(wr[b].scales, sc, mn);
+                const float d = f16s(wr[b].d), dmin = f16s(wr[b].dmin);
+                __m256i q[8];
+                for (int k = 0; k < 4; k++) {
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(wr[b].qs + 32 * k));
+                    q[2 * k] = _mm256_and_si256(v, m4);
+                    q[2 * k + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                }
+                for (int64_t j = 0; j < m; j++) {
+                    const moe_block_q8_k *xb = &xc[j][b];
+                    __m256i sumi = _mm256_setzero_si256();
+                    for (int s = 0; s < 8; s++) {
+                        __m256i p = _mm256_maddubs_epi16(
+                            q[s], _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * s)));
+                        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_set1_epi16(sc[s])));
+                    }
+                    int summ = 0;
+                    for (int s = 0; s < 8; s++)
+                        summ += mn[s] * (xb->bsums[2 * s] + xb->bsums[2 * s + 1]);
+                    acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(sumi), acc[j]);
+                    accm[j] += dmin * xb->d * (float)summ;
+                }
+            }
+            for (int64_t j = 0; j < m; j++)
+                y[(c0 + j) * ys + r] = moe_x86_hsum(acc[j]) - accm[j];
+        }
+    }
+}
+
+/* One row of Q6_K times up to four Q8_K columns. The 6-bit values are
+ * rebuilt as unsigned bytes 0..63; the -32 offset comes back through the
+ * columns' 16-element sums. */
+void moe_avx2_mm_q6_k(int64_t n, const void *w, size_t ws, int64_t nr,
+                      const void *x, size_t xs, int64_t nc, float *y, size_t ys)
+{
+    const int64_t nb = n / MOE_QK_K;
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+    for (int64_t r = 0; r < nr; r++) {
+        const moe_block_q6_k *wr = (const void *)((const char *)w + r * ws);
+        for (int64_t c0 = 0; c0 < nc; c0 += 4) {
+            const int64_t m = nc - c0 < 4 ? nc - c0 : 4;
+            const moe_block_q8_k *xc[4];
+            for (int64_t j = 0; j < 4; j++)
+                xc[j] = (const void *)((const char *)x + (c0 + (j < m ? j : 0)) * xs);
+            __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(),
+                             _mm256_setzero_ps(), _mm256_setzero_ps()};
+            float accc[4] = {0, 0, 0, 0};
+            for (int64_t b = 0; b < nb; b++) {
+                const moe_block_q6_k *wb = &wr[b];
+                const float d = f16s(wb->d);
+                __m256i q[8], scv[8];
+                for (int h = 0; h < 2; h++) {
+                    __m256i qla = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h));
+                    __m256i qlb = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h + 32));
+                    __m256i qh = _mm256_loadu_si256((const __m256i *)(wb->qh + 32 * h));
+                    q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(qla, m4),
+                                                   _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+                    q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(qlb, m4),
+                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+                    q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qla, 4), m4),
+                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+                    q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qlb, 4), m4),
+                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+                }
+                for (int s = 0; s < 8; s++)
+                    scv[s] = _mm256_set_m128i(_mm_set1_epi16(wb->scales[2 * s + 1]),
+                                              _mm_set1_epi16(wb->scales[2 * s]));
+                for (int64_t j = 0; j < m; j++) {
+                    const moe_block_q8_k *xb = &xc[j][b];
+                    __m256i sumi = _mm256_setzero_si256();
+                    for (int s = 0; s < 8; s++) {
+                        __m256i p = _mm256_maddubs_epi16(
+                            q[s], _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * s)));
+                        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scv[s]));
+                    }
+                    int corr = 0;
+                    for (int s = 0; s < 16; s++)
+                        corr += wb->scales[s] * xb->bsums[s];
+                    acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(sumi), acc[j]);
+                    accc[j] += d * xb->d * (float)(32 * corr);
+                }
+            }
+            for (int64_t j = 0; j < m; j++)
+                y[(c0 + j) * ys + r] = moe_x86_hsum(acc[j]) - accc[j];
+        }
+    }
+}
+
+/* ---- attention helpers -------------------------------------------------- */
+
+float moe_avx2_dot_f16_f32(int64_t n, const uint16_t *k, const float *q)
+{
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_fmadd_ps(LOAD_F16(k + i), _mm256_loadu_ps(q + i), a0);
+        a1 = _mm256_fmadd_ps(LOAD_F16(k + i + 8), _mm256_loadu_ps(q + i + 8), a1);
+    }
+    float s = moe_x86_hsum(_mm256_add_ps(a0, a1));
+    for (; i < n; i++)
+        s += f16s(k[i]) * q[i];
+    return s;
+}
+
+void moe_avx2_axpy_f16(int64_t n, float a, const uint16_t *v, float *out)
+{
+    __m256 va = _mm256_set1_ps(a);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_fmadd_ps(va, LOAD_F16(v + i), _mm256_loadu_ps(out + i)));
+    for (; i < n; i++)
+        out[i] += a * f16s(v[i]);
+}
+
+void moe_avx2_f32_to_f16(const float *x, uint16_t *y, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++)
+        y[i] = moe_f32_to_f16(x[i]);
+}
+
+void moe_avx2_quantize_q8_0(const float *x, void *y, int64_t n)
+{
+    quantize_q8_0(x, y, n);
+}
+
+void moe_avx2_quantize_q8_k(const float *x, void *y, int64_t n)
+{
+    quantize_q8_k(x, y, n);
+}
+
+const moe_cpu_kernels moe_cpu_kernels_avx2 = {
+    .name = "avx2",
+    .quantize_q8_0 = quantize_q8_0,
+    .quantize_q8_k = quantize_q8_k,
+    .mm_f32 = mm_f32,
+    .mm_f16 = mm_f16,
+    .mm_bf16 = mm_bf16,
+    .mm_q8_0 = mm_q8_0,
+    .mm_q4_0 = mm_q4_0,
+    .mm_q4_k = moe_avx2_mm_q4_k,
+    .mm_q6_k = moe_avx2_mm_q6_k,
+    .dot_f16_f32 = moe_avx2_dot_f16_f32,
+    .axpy_f16 = moe_avx2_axpy_f16,
+    .f32_to_f16 = moe_avx2_f32_to_f16,
+};
+
+#else
+
+const moe_cpu_kernels moe_cpu_kernels_avx2 = {.name = NULL};
+
+#endif
