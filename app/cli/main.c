@@ -10,6 +10,7 @@
 
 static const cli_command commands[] = {
     {"version", "print the version", cli_cmd_version},
+    {"eval", "write the logits of a token sequence", cli_cmd_eval},
 };
 
 static void print_usage(FILE *out)

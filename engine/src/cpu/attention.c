@@ -1,0 +1,135 @@
+/*
+ * attention.c — the CPU backend's attention operation: store this ubatch's
+ * keys and values in their cache cells, then for every token and head
+ * softmax(q K^T * scale) V over the cells the token may read (same
+ * sequence, position not after its own; see moe_kv_view).
+ *
+ * Work split: phase 1 (stores) by token, then a barrier, then phase 2 by
+ * token, interleaved so later tokens of a prefill (which read more cells)
+ * spread over all threads. Each thread first lists the token's visible
+ * cells once, then loops over heads; grouped-query heads read their shared
+ * KV head. Two passes per head (scores, then the weighted sum of V) keep
+ * the softmax exact without rescaling. Scratch per thread is reserved for
+ * n_ctx cells.
+ *
+ * K/V rows are F16 (default) or Q8_0: for Q8_0, q is quantised to Q8_0
+ * per head and scored with the Q8_0 product kernel, and V rows are
+ * dequantised block by block.
+ */
+#include "backend-cpu.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct att_task {
+    cpu_backend         *cb;
+    const moe_attn_args *a;
+    const float         *q, *k, *v;
+    float               *out;
+} att_task;
+
+static void att_store(const att_task *t, int ith, int nth)
+{
+    const moe_attn_args *a = t->a;
+    const moe_cpu_kernels *k = t->cb->k;
+    const int64_t row = (int64_t)a->n_head_kv * a->head_dim;
+    for (int64_t i = ith; i < a->view->n_tok; i += nth) {
+        const size_t off = (size_t)a->view->tok_cell[i] * a->kv_row_bytes;
+        uint8_t *kd = (uint8_t *)a->k_cache + off, *vd = (uint8_t *)a->v_cache + off;
+        if (a->kv_type == MOE_TYPE_Q8_0) {
+            k->quantize_q8_0(t->k + i * row, kd, row);
+            k->quantize_q8_0(t->v + i * row, vd, row);
+        } else {
+            k->f32_to_f16(t->k + i * row, (uint16_t *)kd, row);
+            k->f32_to_f16(t->v + i * row, (uint16_t *)vd, row);
+        }
+    }
+}
+
+/* out += a * (Q8_0 row of n elements) */
+static void axpy_q8_0(int64_t n, float a, const moe_block_q8_0 *v, float *out)
+{
+    for (int64_t b = 0; b < n / MOE_QK8_0; b++) {
+        const float d = a * moe_f16_to_f32(v[b].d);
+        for (int i = 0; i < MOE_QK8_0; i++)
+            out[b * MOE_QK8_0 + i] += d * (float)v[b].qs[i];
+    }
+}
+
+static void att_token(const att_task *t, int64_t tok, int ith)
+{
+    const moe_attn_args *a = t->a;
+    const moe_kv_view *view = a->view;
+    cpu_backend *cb = t->cb;
+    const moe_cpu_kernels *k = cb->k;
+    const int64_t hd = a->head_dim;
+    const int64_t group = a->n_head / a->n_head_kv;
+    const bool q8 = a->kv_type == MOE_TYPE_Q8_0;
+    /* bytes from a cell row's start to KV head h */
+    const size_t head_bytes = q8 ? (size_t)(hd / MOE_QK8_0) * sizeof(moe_block_q8_0)
+                                 : (size_t)hd * sizeof(uint16_t);
+
+    int32_t *cells = cb->att_cells + (size_t)ith * cb->lim.n_ctx;
+    float *sc = cb->att_scores + (size_t)ith * cb->lim.n_ctx;
+    uint8_t *qq = cb->att_q8 + (size_t)ith * cb->att_q8_stride;
+
+    const uint64_t bit = (uint64_t)1 << view->tok_seq[tok];
+    const int32_t pos = view->tok_pos[tok];
+    int64_t n_vis = 0;
+    for (int32_t c = 0; c < view->n_cells; c++)
+        if ((view->cell_seqs[c] & bit) && view->cell_pos[c] >= 0 && view->cell_pos[c] <= pos)
+            cells[n_vis++] = c;
+
+    for (int32_t h = 0; h < a->n_head; h++) {
+        const float *qh = t->q + (tok * a->n_head + h) * hd;
+        float *oh = t->out + (tok * a->n_head + h) * hd;
+        const size_t hoff = (size_t)(h / group) * head_bytes;
+        memset(oh, 0, (size_t)hd * sizeof(float));
+        if (n_vis == 0)
+            continue;
+        if (q8)
+            k->quantize_q8_0(qh, qq, hd);
+        float mx = -INFINITY;
+        for (int64_t i = 0; i < n_vis; i++) {
+            const uint8_t *kr = (const uint8_t *)a->k_cache + (size_t)cells[i] * a->kv_row_bytes + hoff;
+            float s;
+            if (q8)
+                k->mm_q8_0(hd, kr, 0, 1, qq, 0, 1, &s, 1);
+            else
+                s = k->dot_f16_f32(hd, (const uint16_t *)kr, qh);
+            s *= a->scale;
+            sc[i] = s;
+            mx = s > mx ? s : mx;
+        }
+        double sum = 0.0;
+        for (int64_t i = 0; i < n_vis; i++) {
+            sc[i] = expf(sc[i] - mx);
+            sum += sc[i];
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int64_t i = 0; i < n_vis; i++) {
+            const uint8_t *vr = (const uint8_t *)a->v_cache + (size_t)cells[i] * a->kv_row_bytes + hoff;
+            if (q8)
+                axpy_q8_0(hd, sc[i] * inv, (const moe_block_q8_0 *)vr, oh);
+            else
+                k->axpy_f16(hd, sc[i] * inv, (const uint16_t *)vr, oh);
+        }
+    }
+}
+
+static void att_task_fn(void *arg, int ith, int nth)
+{
+    att_task *t = arg;
+    att_store(t, ith, nth);
+    moe_threadpool_barrier(t->cb->pool);
+    for (int64_t tok = ith; tok < t->a->view->n_tok; tok += nth)
+        att_token(t, tok, ith);
+}
+
+void cpu_attention(void *ctx, const moe_attn_args *a, const float *q, const float *k,
+                   const float *v, float *out)
+{
+    cpu_backend *cb = ctx;
+    att_task t = {.cb = cb, .a = a, .q = q, .k = k, .v = v, .out = out};
+    moe_threadpool_run(cb->pool, att_task_fn, &t);
+}
