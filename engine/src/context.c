@@ -92,7 +92,8 @@ static moe_status ctx_alloc_logits(moe_context *c, int32_t rows, moe_err *err)
     if (!dev || (!host && !be->iface.buf_host(be->context, dev))) {
         if (dev)
             be->iface.buf_free(be->context, dev);
-        return moe_fail(err, MOE_ERR_NOMEM, "cannot allocate logits for %d rows (%zu bytes)", rows, bytes);
+        return moe_fail(err, MOE_ERR_NOMEM, "cannot allocate logits for %d rows (%llu bytes)", rows,
+                        (unsigned long long)bytes);
     }
     if (c->logits)
         be->iface.buf_free(be->context, c->logits);
