@@ -11,6 +11,7 @@
 static const cli_command commands[] = {
     {"version", "print the version", cli_cmd_version},
     {"eval", "write the logits of a token sequence", cli_cmd_eval},
+    {"bench", "measure prefill and decode speed", cli_cmd_bench},
 };
 
 static void print_usage(FILE *out)

@@ -1,15 +1,14 @@
 /*
  * kernels-avx2.c — the AVX2 + FMA + F16C kernel table (x86-64 since
  * Haswell/Zen). Compiled alone with -mavx2 -mfma -mf16c; chosen at run time
- * only when cpuid says so. The AVX-512 table reuses the K-quant kernels
- * from here (every AVX-512 CPU has AVX2), so they are exported under
- * moe_avx2_* names through kernels-x86.h.
+ * only when cpuid says so. The AVX-512 table reuses the quantisers and
+ * attention helpers from here (every AVX-512 CPU has AVX2), exported under
+ * moe_avx2_* names through kernels-x86.h; the K-quant products come from
+ * kernels-x86-kq.h, compiled into both files.
  *
  * Int8 products use the sign trick: maddubs needs one unsigned operand, so
  * |w| meets sign(w) * x; the int16 pair sums stay within range because
- * |w| <= 128 and |x| <= 127. Matrix tiles: 4 rows x 1 column (decode, four
- * independent accumulators) and 1 row x 4 columns (prefill, one weight load
- * shared by four tokens).
+ * |w| <= 128 and |x| <= 127.
  */
 #include "kernels.h"
 
@@ -128,13 +127,18 @@ FLOAT_MM(mm_bf16, uint16_t, LOAD_BF16, bf16s)
 
 /* ---- Q8_0 / Q4_0 ------------------------------------------------------ */
 
-/* sum of w[i] * x[i] over 32 int8 pairs, as 8 int32 lanes in floats */
-static inline __m256 dot32_i8(__m256i w, __m256i x)
+/* sum of w[i] * x[i] over 32 int8 pairs, as 8 int32 lanes in floats;
+ * aw = |w| is passed in so a tile computes it once per weight block */
+static inline __m256 dot32_i8a(__m256i aw, __m256i w, __m256i x)
 {
-    __m256i aw = _mm256_sign_epi8(w, w);
     __m256i sx = _mm256_sign_epi8(x, w);
     __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1));
     return _mm256_cvtepi32_ps(p);
+}
+
+static inline __m256 dot32_i8(__m256i w, __m256i x)
+{
+    return dot32_i8a(_mm256_sign_epi8(w, w), w, x);
 }
 
 static inline __m256i load_q8_0(const moe_block_q8_0 *b)
@@ -150,70 +154,108 @@ static inline __m256i load_q4_0(const moe_block_q4_0 *b)
     return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
 }
 
+/* Q8_0/Q4_0 products in two shapes:
+ *  - up to 3 columns (decode): one row at a time, two blocks per step on
+ *    separate accumulators, so each thread streams its rows sequentially
+ *    (interleaving several rows halves the bandwidth on some machines);
+ *  - 4 columns at a time (prefill): a 2 x 4 register tile, each weight
+ *    block loaded and |w| computed once for four tokens, each activation
+ *    block once for two rows. */
 #define Q0_MM(name, btype, LOADW)                                                  \
+    static void name##_cols(int64_t nb, const btype *wr, const moe_block_q8_0 *const *xc, \
+                            int64_t m, float *out)                                 \
+    {                                                                              \
+        __m256 a[3][2];                                                            \
+        for (int64_t j = 0; j < 3; j++)                                            \
+            a[j][0] = a[j][1] = _mm256_setzero_ps();                               \
+        int64_t b = 0;                                                             \
+        for (; b + 2 <= nb; b += 2) {                                              \
+            const __m256i w0 = LOADW(&wr[b]), w1 = LOADW(&wr[b + 1]);              \
+            const float d0 = f16s(wr[b].d), d1 = f16s(wr[b + 1].d);                \
+            for (int64_t j = 0; j < m; j++) {                                      \
+                a[j][0] = _mm256_fmadd_ps(dot32_i8(w0, load_q8_0(&xc[j][b])),      \
+                                          _mm256_set1_ps(d0 * f16s(xc[j][b].d)), a[j][0]); \
+                a[j][1] = _mm256_fmadd_ps(dot32_i8(w1, load_q8_0(&xc[j][b + 1])),  \
+                                          _mm256_set1_ps(d1 * f16s(xc[j][b + 1].d)), a[j][1]); \
+            }                                                                      \
+        }                                                                          \
+        for (; b < nb; b++) {                                                      \
+            const __m256i w0 = LOADW(&wr[b]);                                      \
+            const float d0 = f16s(wr[b].d);                                        \
+            for (int64_t j = 0; j < m; j++)                                        \
+                a[j][0] = _mm256_fmadd_ps(dot32_i8(w0, load_q8_0(&xc[j][b])),      \
+                                          _mm256_set1_ps(d0 * f16s(xc[j][b].d)), a[j][0]); \
+        }                                                                          \
+        for (int64_t j = 0; j < m; j++)                                            \
+            out[j] = moe_x86_hsum(_mm256_add_ps(a[j][0], a[j][1]));                \
+    }                                                                              \
+                                                                                   \
     static void name(int64_t n, const void *w, size_t ws, int64_t nr,              \
                      const void *x, size_t xs, int64_t nc, float *y, size_t ys)    \
     {                                                                              \
         const int64_t nb = n / MOE_QK8_0;                                          \
-        for (int64_t c0 = 0; c0 + 4 <= nc; c0 += 4) {                              \
+        int64_t c0 = 0;                                                            \
+        for (; c0 + 4 <= nc; c0 += 4) {                                            \
             const moe_block_q8_0 *x0 = (const void *)((const char *)x + c0 * xs);  \
             const moe_block_q8_0 *x1 = (const void *)((const char *)x0 + xs);      \
             const moe_block_q8_0 *x2 = (const void *)((const char *)x1 + xs);      \
             const moe_block_q8_0 *x3 = (const void *)((const char *)x2 + xs);      \
-            for (int64_t r = 0; r < nr; r++) {                                     \
-                const btype *wr = (const void *)((const char *)w + r * ws);        \
+            int64_t r = 0;                                                         \
+            for (; r + 2 <= nr; r += 2) {                                          \
+                const btype *wa = (const void *)((const char *)w + r * ws);        \
+                const btype *wb = (const void *)((const char *)wa + ws);           \
                 __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;        \
+                __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;                         \
                 for (int64_t b = 0; b < nb; b++) {                                 \
-                    __m256i wv = LOADW(&wr[b]);                                    \
-                    float dw = f16s(wr[b].d);                                      \
-                    a0 = _mm256_fmadd_ps(dot32_i8(wv, load_q8_0(&x0[b])),          \
-                                         _mm256_set1_ps(dw * f16s(x0[b].d)), a0);  \
-                    a1 = _mm256_fmadd_ps(dot32_i8(wv, load_q8_0(&x1[b])),          \
-                                         _mm256_set1_ps(dw * f16s(x1[b].d)), a1);  \
-                    a2 = _mm256_fmadd_ps(dot32_i8(wv, load_q8_0(&x2[b])),          \
-                                         _mm256_set1_ps(dw * f16s(x2[b].d)), a2);  \
-                    a3 = _mm256_fmadd_ps(dot32_i8(wv, load_q8_0(&x3[b])),          \
-                                         _mm256_set1_ps(dw * f16s(x3[b].d)), a3);  \
+                    const __m256i va = LOADW(&wa[b]), vb = LOADW(&wb[b]);          \
+                    const __m256i aa = _mm256_sign_epi8(va, va), ab = _mm256_sign_epi8(vb, vb); \
+                    const __m256 da = _mm256_set1_ps(f16s(wa[b].d));               \
+                    const __m256 db = _mm256_set1_ps(f16s(wb[b].d));               \
+                    __m256i xv;                                                    \
+                    __m256 dx;                                                     \
+                    xv = load_q8_0(&x0[b]); dx = _mm256_set1_ps(f16s(x0[b].d));    \
+                    a0 = _mm256_fmadd_ps(dot32_i8a(aa, va, xv), _mm256_mul_ps(da, dx), a0); \
+                    b0 = _mm256_fmadd_ps(dot32_i8a(ab, vb, xv), _mm256_mul_ps(db, dx), b0); \
+                    xv = load_q8_0(&x1[b]); dx = _mm256_set1_ps(f16s(x1[b].d));    \
+                    a1 = _mm256_fmadd_ps(dot32_i8a(aa, va, xv), _mm256_mul_ps(da, dx), a1); \
+                    b1 = _mm256_fmadd_ps(dot32_i8a(ab, vb, xv), _mm256_mul_ps(db, dx), b1); \
+                    xv = load_q8_0(&x2[b]); dx = _mm256_set1_ps(f16s(x2[b].d));    \
+                    a2 = _mm256_fmadd_ps(dot32_i8a(aa, va, xv), _mm256_mul_ps(da, dx), a2); \
+                    b2 = _mm256_fmadd_ps(dot32_i8a(ab, vb, xv), _mm256_mul_ps(db, dx), b2); \
+                    xv = load_q8_0(&x3[b]); dx = _mm256_set1_ps(f16s(x3[b].d));    \
+                    a3 = _mm256_fmadd_ps(dot32_i8a(aa, va, xv), _mm256_mul_ps(da, dx), a3); \
+                    b3 = _mm256_fmadd_ps(dot32_i8a(ab, vb, xv), _mm256_mul_ps(db, dx), b3); \
                 }                                                                  \
                 y[(c0 + 0) * ys + r] = moe_x86_hsum(a0);                           \
                 y[(c0 + 1) * ys + r] = moe_x86_hsum(a1);                           \
                 y[(c0 + 2) * ys + r] = moe_x86_hsum(a2);                           \
                 y[(c0 + 3) * ys + r] = moe_x86_hsum(a3);                           \
-            }                                                                      \
-        }                                                                          \
-        for (int64_t c = nc & ~(int64_t)3; c < nc; c++) {                          \
-            const moe_block_q8_0 *xc = (const void *)((const char *)x + c * xs);   \
-            int64_t r = 0;                                                         \
-            for (; r + 4 <= nr; r += 4) {                                          \
-                const btype *w0 = (const void *)((const char *)w + r * ws);        \
-                const btype *w1 = (const void *)((const char *)w0 + ws);           \
-                const btype *w2 = (const void *)((const char *)w1 + ws);           \
-                const btype *w3 = (const void *)((const char *)w2 + ws);           \
-                __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;        \
-                for (int64_t b = 0; b < nb; b++) {                                 \
-                    __m256i xv = load_q8_0(&xc[b]);                                \
-                    float dx = f16s(xc[b].d);                                      \
-                    a0 = _mm256_fmadd_ps(dot32_i8(LOADW(&w0[b]), xv),              \
-                                         _mm256_set1_ps(dx * f16s(w0[b].d)), a0);  \
-                    a1 = _mm256_fmadd_ps(dot32_i8(LOADW(&w1[b]), xv),              \
-                                         _mm256_set1_ps(dx * f16s(w1[b].d)), a1);  \
-                    a2 = _mm256_fmadd_ps(dot32_i8(LOADW(&w2[b]), xv),              \
-                                         _mm256_set1_ps(dx * f16s(w2[b].d)), a2);  \
-                    a3 = _mm256_fmadd_ps(dot32_i8(LOADW(&w3[b]), xv),              \
-                                         _mm256_set1_ps(dx * f16s(w3[b].d)), a3);  \
-                }                                                                  \
-                y[c * ys + r + 0] = moe_x86_hsum(a0);                              \
-                y[c * ys + r + 1] = moe_x86_hsum(a1);                              \
-                y[c * ys + r + 2] = moe_x86_hsum(a2);                              \
-                y[c * ys + r + 3] = moe_x86_hsum(a3);                              \
+                y[(c0 + 0) * ys + r + 1] = moe_x86_hsum(b0);                       \
+                y[(c0 + 1) * ys + r + 1] = moe_x86_hsum(b1);                       \
+                y[(c0 + 2) * ys + r + 1] = moe_x86_hsum(b2);                       \
+                y[(c0 + 3) * ys + r + 1] = moe_x86_hsum(b3);                       \
             }                                                                      \
             for (; r < nr; r++) {                                                  \
-                const btype *wr = (const void *)((const char *)w + r * ws);        \
-                __m256 a0 = _mm256_setzero_ps();                                   \
-                for (int64_t b = 0; b < nb; b++)                                   \
-                    a0 = _mm256_fmadd_ps(dot32_i8(LOADW(&wr[b]), load_q8_0(&xc[b])), \
-                                         _mm256_set1_ps(f16s(xc[b].d) * f16s(wr[b].d)), a0); \
-                y[c * ys + r] = moe_x86_hsum(a0);                                  \
+                const moe_block_q8_0 *xc[3] = {x0, x1, x2};                        \
+                float out[3];                                                      \
+                name##_cols(nb, (const void *)((const char *)w + r * ws), xc, 3, out); \
+                for (int j = 0; j < 3; j++)                                        \
+                    y[(c0 + j) * ys + r] = out[j];                                 \
+                const moe_block_q8_0 *x3c[3] = {x3, x3, x3};                       \
+                name##_cols(nb, (const void *)((const char *)w + r * ws), x3c, 1, out); \
+                y[(c0 + 3) * ys + r] = out[0];                                     \
+            }                                                                      \
+        }                                                                          \
+        if (c0 < nc) {                                                             \
+            const int64_t m = nc - c0;                                             \
+            const moe_block_q8_0 *xc[3];                                           \
+            for (int64_t j = 0; j < 3; j++)                                        \
+                xc[j] = (const void *)((const char *)x + (c0 + (j < m ? j : 0)) * xs); \
+            for (int64_t r = 0; r < nr; r++) {                                     \
+                float out[3];                                                      \
+                name##_cols(nb, (const void *)((const char *)w + r * ws), xc, m, out); \
+                for (int64_t j = 0; j < m; j++)                                    \
+                    y[(c0 + j) * ys + r] = out[j];                                 \
             }                                                                      \
         }                                                                          \
     }
@@ -221,114 +263,9 @@ static inline __m256i load_q4_0(const moe_block_q4_0 *b)
 Q0_MM(mm_q8_0, moe_block_q8_0, load_q8_0)
 Q0_MM(mm_q4_0, moe_block_q4_0, load_q4_0)
 
-/* ---- K-quants ----------------------------------------------------------- */
+/* ---- K-quants: see kernels-x86-kq.h ----------------------------------- */
 
-/* One row of Q4_K times up to four Q8_K columns: the nibbles of a block are
- * unpacked once and meet every column. */
-void moe_avx2_mm_q4_k(int64_t n, const void *w, size_t ws, int64_t nr,
-                      const void *x, size_t xs, int64_t nc, float *y, size_t ys)
-{
-    const int64_t nb = n / MOE_QK_K;
-    const __m256i m4 = _mm256_set1_epi8(15);
-    for (int64_t r = 0; r < nr; r++) {
-        const moe_block_q4_k *wr = (const void *)((const char *)w + r * ws);
-        for (int64_t c0 = 0; c0 < nc; c0 += 4) {
-            const int64_t m = nc - c0 < 4 ? nc - c0 : 4;
-            const moe_block_q8_k *xc[4];
-            for (int64_t j = 0; j < 4; j++)
-                xc[j] = (const void *)((const char *)x + (c0 + (j < m ? j : 0)) * xs);
-            __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(),
-                             _mm256_setzero_ps(), _mm256_setzero_ps()};
-            float accm[4] = {0, 0, 0, 0};
-            for (int64_t b = 0; b < nb; b++) {
-                uint8_t sc[8], mn[8];
-                moe_x86_q4_k_scales(wr[b].scales, sc, mn);
-                const float d = f16s(wr[b].d), dmin = f16s(wr[b].dmin);
-                __m256i q[8];
-                for (int k = 0; k < 4; k++) {
-                    __m256i v = _mm256_loadu_si256((const __m256i *)(wr[b].qs + 32 * k));
-                    q[2 * k] = _mm256_and_si256(v, m4);
-                    q[2 * k + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                }
-                for (int64_t j = 0; j < m; j++) {
-                    const moe_block_q8_k *xb = &xc[j][b];
-                    __m256i sumi = _mm256_setzero_si256();
-                    for (int s = 0; s < 8; s++) {
-                        __m256i p = _mm256_maddubs_epi16(
-                            q[s], _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * s)));
-                        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, _mm256_set1_epi16(sc[s])));
-                    }
-                    int summ = 0;
-                    for (int s = 0; s < 8; s++)
-                        summ += mn[s] * (xb->bsums[2 * s] + xb->bsums[2 * s + 1]);
-                    acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(sumi), acc[j]);
-                    accm[j] += dmin * xb->d * (float)summ;
-                }
-            }
-            for (int64_t j = 0; j < m; j++)
-                y[(c0 + j) * ys + r] = moe_x86_hsum(acc[j]) - accm[j];
-        }
-    }
-}
-
-/* One row of Q6_K times up to four Q8_K columns. The 6-bit values are
- * rebuilt as unsigned bytes 0..63; the -32 offset comes back through the
- * columns' 16-element sums. */
-void moe_avx2_mm_q6_k(int64_t n, const void *w, size_t ws, int64_t nr,
-                      const void *x, size_t xs, int64_t nc, float *y, size_t ys)
-{
-    const int64_t nb = n / MOE_QK_K;
-    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
-    for (int64_t r = 0; r < nr; r++) {
-        const moe_block_q6_k *wr = (const void *)((const char *)w + r * ws);
-        for (int64_t c0 = 0; c0 < nc; c0 += 4) {
-            const int64_t m = nc - c0 < 4 ? nc - c0 : 4;
-            const moe_block_q8_k *xc[4];
-            for (int64_t j = 0; j < 4; j++)
-                xc[j] = (const void *)((const char *)x + (c0 + (j < m ? j : 0)) * xs);
-            __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(),
-                             _mm256_setzero_ps(), _mm256_setzero_ps()};
-            float accc[4] = {0, 0, 0, 0};
-            for (int64_t b = 0; b < nb; b++) {
-                const moe_block_q6_k *wb = &wr[b];
-                const float d = f16s(wb->d);
-                __m256i q[8], scv[8];
-                for (int h = 0; h < 2; h++) {
-                    __m256i qla = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h));
-                    __m256i qlb = _mm256_loadu_si256((const __m256i *)(wb->ql + 64 * h + 32));
-                    __m256i qh = _mm256_loadu_si256((const __m256i *)(wb->qh + 32 * h));
-                    q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(qla, m4),
-                                                   _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
-                    q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(qlb, m4),
-                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
-                    q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qla, 4), m4),
-                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
-                    q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qlb, 4), m4),
-                                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
-                }
-                for (int s = 0; s < 8; s++)
-                    scv[s] = _mm256_set_m128i(_mm_set1_epi16(wb->scales[2 * s + 1]),
-                                              _mm_set1_epi16(wb->scales[2 * s]));
-                for (int64_t j = 0; j < m; j++) {
-                    const moe_block_q8_k *xb = &xc[j][b];
-                    __m256i sumi = _mm256_setzero_si256();
-                    for (int s = 0; s < 8; s++) {
-                        __m256i p = _mm256_maddubs_epi16(
-                            q[s], _mm256_loadu_si256((const __m256i *)(xb->qs + 32 * s)));
-                        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, scv[s]));
-                    }
-                    int corr = 0;
-                    for (int s = 0; s < 16; s++)
-                        corr += wb->scales[s] * xb->bsums[s];
-                    acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(sumi), acc[j]);
-                    accc[j] += d * xb->d * (float)(32 * corr);
-                }
-            }
-            for (int64_t j = 0; j < m; j++)
-                y[(c0 + j) * ys + r] = moe_x86_hsum(acc[j]) - accc[j];
-        }
-    }
-}
+#include "kernels-x86-kq.h"
 
 /* ---- attention helpers -------------------------------------------------- */
 
@@ -385,8 +322,8 @@ const moe_cpu_kernels moe_cpu_kernels_avx2 = {
     .mm_bf16 = mm_bf16,
     .mm_q8_0 = mm_q8_0,
     .mm_q4_0 = mm_q4_0,
-    .mm_q4_k = moe_avx2_mm_q4_k,
-    .mm_q6_k = moe_avx2_mm_q6_k,
+    .mm_q4_k = kq_mm_q4_k,
+    .mm_q6_k = kq_mm_q6_k,
     .dot_f16_f32 = moe_avx2_dot_f16_f32,
     .axpy_f16 = moe_avx2_axpy_f16,
     .f32_to_f16 = moe_avx2_f32_to_f16,

@@ -3,8 +3,8 @@
  * Ice Lake and later). Compiled alone with the matching -m flags and
  * chosen at run time only when cpuid reports all of them. VNNI's dpbusd
  * does the int8 multiply-add that AVX2 needs two instructions for; float
- * weights use 16-wide FMAs. K-quant kernels are borrowed from the AVX2
- * table.
+ * weights use 16-wide FMAs. The K-quant products are the ones of
+ * kernels-x86-kq.h, compiled here with VNNI's dpwssd.
  */
 #include "kernels.h"
 
@@ -12,6 +12,7 @@
     defined(__AVX512VNNI__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
 #include "kernels-x86.h"
+#include "kernels-x86-kq.h"
 
 #include <immintrin.h>
 
@@ -69,11 +70,17 @@ FLOAT_MM(mm_bf16, uint16_t, LOAD_BF16, bf16s)
 
 /* ---- Q8_0 / Q4_0 ------------------------------------------------------ */
 
+/* sum of w[i] * x[i] over 32 int8 pairs as 8 int32 lanes: |w| meets x
+ * negated where w < 0 (mask from the sign bits). */
+static inline __m256i dot32_i8m(__m256i aw, __mmask32 neg, __m256i x)
+{
+    const __m256i sx = _mm256_mask_sub_epi8(x, neg, _mm256_setzero_si256(), x);
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, sx);
+}
+
 static inline __m256 dot32_i8(__m256i w, __m256i x)
 {
-    __m256i aw = _mm256_abs_epi8(w);
-    __m256i sx = _mm256_sign_epi8(x, w);
-    return _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, sx));
+    return _mm256_cvtepi32_ps(dot32_i8m(_mm256_abs_epi8(w), _mm256_movepi8_mask(w), x));
 }
 
 static inline __m256i load_q8_0(const moe_block_q8_0 *b)
@@ -89,70 +96,108 @@ static inline __m256i load_q4_0(const moe_block_q4_0 *b)
     return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
 }
 
+/* Two shapes, as in the AVX2 table: up to 3 columns one row at a time
+ * (sequential streaming for decode), and for prefill a register tile of
+ * TILE_R rows x TILE_C columns (2 x 6 measured best on Zen 4: 12
+ * accumulators, the weights' signs kept in mask registers). */
+#define TILE_R 2
+#define TILE_C 6
+
 #define Q0_MM(name, btype, LOADW)                                                  \
+    static void name##_cols(int64_t nb, const btype *wr, const moe_block_q8_0 *const *xc, \
+                            int64_t m, float *out)                                 \
+    {                                                                              \
+        __m256 a[3][2];                                                            \
+        for (int64_t j = 0; j < 3; j++)                                            \
+            a[j][0] = a[j][1] = _mm256_setzero_ps();                               \
+        int64_t b = 0;                                                             \
+        for (; b + 2 <= nb; b += 2) {                                              \
+            const __m256i w0 = LOADW(&wr[b]), w1 = LOADW(&wr[b + 1]);              \
+            const __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);      \
+            const __mmask32 n0 = _mm256_movepi8_mask(w0), n1 = _mm256_movepi8_mask(w1); \
+            const float d0 = f16s(wr[b].d), d1 = f16s(wr[b + 1].d);                \
+            for (int64_t j = 0; j < m; j++) {                                      \
+                a[j][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot32_i8m(a0, n0, load_q8_0(&xc[j][b]))), \
+                                          _mm256_set1_ps(d0 * f16s(xc[j][b].d)), a[j][0]); \
+                a[j][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot32_i8m(a1, n1, load_q8_0(&xc[j][b + 1]))), \
+                                          _mm256_set1_ps(d1 * f16s(xc[j][b + 1].d)), a[j][1]); \
+            }                                                                      \
+        }                                                                          \
+        for (; b < nb; b++) {                                                      \
+            const __m256i w0 = LOADW(&wr[b]);                                      \
+            const float d0 = f16s(wr[b].d);                                        \
+            for (int64_t j = 0; j < m; j++)                                        \
+                a[j][0] = _mm256_fmadd_ps(dot32_i8(w0, load_q8_0(&xc[j][b])),      \
+                                          _mm256_set1_ps(d0 * f16s(xc[j][b].d)), a[j][0]); \
+        }                                                                          \
+        for (int64_t j = 0; j < m; j++)                                            \
+            out[j] = moe_x86_hsum(_mm256_add_ps(a[j][0], a[j][1]));                \
+    }                                                                              \
+                                                                                   \
+    static void name##_tile(int64_t nb, const btype *const *wr,                    \
+                            const moe_block_q8_0 *const *xc, float *y, size_t ys)  \
+    {                                                                              \
+        __m256 acc[TILE_R][TILE_C];                                                \
+        _Pragma("GCC unroll 8") for (int i = 0; i < TILE_R; i++)                   \
+            _Pragma("GCC unroll 8") for (int j = 0; j < TILE_C; j++)               \
+                acc[i][j] = _mm256_setzero_ps();                                   \
+        for (int64_t b = 0; b < nb; b++) {                                         \
+            __m256i aw[TILE_R];                                                    \
+            __mmask32 neg[TILE_R];                                                 \
+            float dw[TILE_R];                                                      \
+            _Pragma("GCC unroll 8") for (int i = 0; i < TILE_R; i++) {             \
+                const __m256i v = LOADW(&wr[i][b]);                                \
+                aw[i] = _mm256_abs_epi8(v);                                        \
+                neg[i] = _mm256_movepi8_mask(v);                                   \
+                dw[i] = f16s(wr[i][b].d);                                          \
+            }                                                                      \
+            _Pragma("GCC unroll 8") for (int j = 0; j < TILE_C; j++) {             \
+                const __m256i xv = load_q8_0(&xc[j][b]);                           \
+                const float dx = f16s(xc[j][b].d);                                 \
+                _Pragma("GCC unroll 8") for (int i = 0; i < TILE_R; i++)           \
+                    acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot32_i8m(aw[i], neg[i], xv)), \
+                                                _mm256_set1_ps(dw[i] * dx), acc[i][j]); \
+            }                                                                      \
+        }                                                                          \
+        for (int j = 0; j < TILE_C; j++)                                           \
+            for (int i = 0; i < TILE_R; i++)                                       \
+                y[j * ys + i] = moe_x86_hsum(acc[i][j]);                           \
+    }                                                                              \
+                                                                                   \
     static void name(int64_t n, const void *w, size_t ws, int64_t nr,              \
                      const void *x, size_t xs, int64_t nc, float *y, size_t ys)    \
     {                                                                              \
         const int64_t nb = n / MOE_QK8_0;                                          \
-        for (int64_t c0 = 0; c0 + 4 <= nc; c0 += 4) {                              \
-            const moe_block_q8_0 *x0 = (const void *)((const char *)x + c0 * xs);  \
-            const moe_block_q8_0 *x1 = (const void *)((const char *)x0 + xs);      \
-            const moe_block_q8_0 *x2 = (const void *)((const char *)x1 + xs);      \
-            const moe_block_q8_0 *x3 = (const void *)((const char *)x2 + xs);      \
-            for (int64_t r = 0; r < nr; r++) {                                     \
-                const btype *wr = (const void *)((const char *)w + r * ws);        \
-                __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;        \
-                for (int64_t b = 0; b < nb; b++) {                                 \
-                    __m256i wv = LOADW(&wr[b]);                                    \
-                    float dw = f16s(wr[b].d);                                      \
-                    a0 = _mm256_fmadd_ps(dot32_i8(wv, load_q8_0(&x0[b])),          \
-                                         _mm256_set1_ps(dw * f16s(x0[b].d)), a0);  \
-                    a1 = _mm256_fmadd_ps(dot32_i8(wv, load_q8_0(&x1[b])),          \
-                                         _mm256_set1_ps(dw * f16s(x1[b].d)), a1);  \
-                    a2 = _mm256_fmadd_ps(dot32_i8(wv, load_q8_0(&x2[b])),          \
-                                         _mm256_set1_ps(dw * f16s(x2[b].d)), a2);  \
-                    a3 = _mm256_fmadd_ps(dot32_i8(wv, load_q8_0(&x3[b])),          \
-                                         _mm256_set1_ps(dw * f16s(x3[b].d)), a3);  \
-                }                                                                  \
-                y[(c0 + 0) * ys + r] = moe_x86_hsum(a0);                           \
-                y[(c0 + 1) * ys + r] = moe_x86_hsum(a1);                           \
-                y[(c0 + 2) * ys + r] = moe_x86_hsum(a2);                           \
-                y[(c0 + 3) * ys + r] = moe_x86_hsum(a3);                           \
-            }                                                                      \
-        }                                                                          \
-        for (int64_t c = nc & ~(int64_t)3; c < nc; c++) {                          \
-            const moe_block_q8_0 *xc = (const void *)((const char *)x + c * xs);   \
+        int64_t c0 = 0;                                                            \
+        for (; c0 + TILE_C <= nc; c0 += TILE_C) {                                  \
+            const moe_block_q8_0 *xc[TILE_C];                                      \
+            for (int j = 0; j < TILE_C; j++)                                       \
+                xc[j] = (const void *)((const char *)x + (c0 + j) * xs);           \
             int64_t r = 0;                                                         \
-            for (; r + 4 <= nr; r += 4) {                                          \
-                const btype *w0 = (const void *)((const char *)w + r * ws);        \
-                const btype *w1 = (const void *)((const char *)w0 + ws);           \
-                const btype *w2 = (const void *)((const char *)w1 + ws);           \
-                const btype *w3 = (const void *)((const char *)w2 + ws);           \
-                __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;        \
-                for (int64_t b = 0; b < nb; b++) {                                 \
-                    __m256i xv = load_q8_0(&xc[b]);                                \
-                    float dx = f16s(xc[b].d);                                      \
-                    a0 = _mm256_fmadd_ps(dot32_i8(LOADW(&w0[b]), xv),              \
-                                         _mm256_set1_ps(dx * f16s(w0[b].d)), a0);  \
-                    a1 = _mm256_fmadd_ps(dot32_i8(LOADW(&w1[b]), xv),              \
-                                         _mm256_set1_ps(dx * f16s(w1[b].d)), a1);  \
-                    a2 = _mm256_fmadd_ps(dot32_i8(LOADW(&w2[b]), xv),              \
-                                         _mm256_set1_ps(dx * f16s(w2[b].d)), a2);  \
-                    a3 = _mm256_fmadd_ps(dot32_i8(LOADW(&w3[b]), xv),              \
-                                         _mm256_set1_ps(dx * f16s(w3[b].d)), a3);  \
-                }                                                                  \
-                y[c * ys + r + 0] = moe_x86_hsum(a0);                              \
-                y[c * ys + r + 1] = moe_x86_hsum(a1);                              \
-                y[c * ys + r + 2] = moe_x86_hsum(a2);                              \
-                y[c * ys + r + 3] = moe_x86_hsum(a3);                              \
+            for (; r + TILE_R <= nr; r += TILE_R) {                                \
+                const btype *wr[TILE_R];                                           \
+                for (int i = 0; i < TILE_R; i++)                                   \
+                    wr[i] = (const void *)((const char *)w + (r + i) * ws);        \
+                name##_tile(nb, wr, xc, y + c0 * ys + r, ys);                      \
             }                                                                      \
-            for (; r < nr; r++) {                                                  \
-                const btype *wr = (const void *)((const char *)w + r * ws);        \
-                __m256 a0 = _mm256_setzero_ps();                                   \
-                for (int64_t b = 0; b < nb; b++)                                   \
-                    a0 = _mm256_fmadd_ps(dot32_i8(LOADW(&wr[b]), load_q8_0(&xc[b])), \
-                                         _mm256_set1_ps(f16s(xc[b].d) * f16s(wr[b].d)), a0); \
-                y[c * ys + r] = moe_x86_hsum(a0);                                  \
+            for (; r < nr; r++)                                                    \
+                for (int j0 = 0; j0 < TILE_C; j0 += 3) {                           \
+                    float out[3];                                                  \
+                    name##_cols(nb, (const void *)((const char *)w + r * ws), xc + j0, 3, out); \
+                    for (int j = 0; j < 3; j++)                                    \
+                        y[(c0 + j0 + j) * ys + r] = out[j];                        \
+                }                                                                  \
+        }                                                                          \
+        for (; c0 < nc; c0 += 3) {                                                 \
+            const int64_t m = nc - c0 < 3 ? nc - c0 : 3;                           \
+            const moe_block_q8_0 *xc[3];                                           \
+            for (int64_t j = 0; j < 3; j++)                                        \
+                xc[j] = (const void *)((const char *)x + (c0 + (j < m ? j : 0)) * xs); \
+            for (int64_t r = 0; r < nr; r++) {                                     \
+                float out[3];                                                      \
+                name##_cols(nb, (const void *)((const char *)w + r * ws), xc, m, out); \
+                for (int64_t j = 0; j < m; j++)                                    \
+                    y[(c0 + j) * ys + r] = out[j];                                 \
             }                                                                      \
         }                                                                          \
     }
@@ -169,8 +214,8 @@ const moe_cpu_kernels moe_cpu_kernels_avx512 = {
     .mm_bf16 = mm_bf16,
     .mm_q8_0 = mm_q8_0,
     .mm_q4_0 = mm_q4_0,
-    .mm_q4_k = moe_avx2_mm_q4_k,
-    .mm_q6_k = moe_avx2_mm_q6_k,
+    .mm_q4_k = kq_mm_q4_k,
+    .mm_q6_k = kq_mm_q6_k,
     .dot_f16_f32 = moe_avx2_dot_f16_f32,
     .axpy_f16 = moe_avx2_axpy_f16,
     .f32_to_f16 = moe_avx2_f32_to_f16,

@@ -9,6 +9,7 @@
 #include "kernels.h"
 
 #include <immintrin.h>
+#include <string.h>
 
 static inline float moe_x86_hsum(__m256 v)
 {
@@ -36,21 +37,6 @@ static inline __m256i moe_x86_pack_i32_to_i8(__m256i a, __m256i b, __m256i c, __
     return _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-/* See kernels-scalar.c for the Q4_K scale packing. */
-static inline void moe_x86_q4_k_scales(const uint8_t *q, uint8_t sc[8], uint8_t mn[8])
-{
-    for (int j = 0; j < 4; j++) {
-        sc[j] = q[j] & 63;
-        mn[j] = q[j + 4] & 63;
-        sc[j + 4] = (uint8_t)((q[j + 8] & 15) | ((q[j] >> 6) << 4));
-        mn[j + 4] = (uint8_t)((q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4));
-    }
-}
-
-void  moe_avx2_mm_q4_k(int64_t n, const void *w, size_t ws, int64_t nr,
-                       const void *x, size_t xs, int64_t nc, float *y, size_t ys);
-void  moe_avx2_mm_q6_k(int64_t n, const void *w, size_t ws, int64_t nr,
-                       const void *x, size_t xs, int64_t nc, float *y, size_t ys);
 void  moe_avx2_quantize_q8_0(const float *x, void *y, int64_t n);
 void  moe_avx2_quantize_q8_k(const float *x, void *y, int64_t n);
 float moe_avx2_dot_f16_f32(int64_t n, const uint16_t *k, const float *q);
