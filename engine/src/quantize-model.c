@@ -9,14 +9,18 @@
  * row per worker thread, never the model. Tensors already in their chosen
  * type are handed to the writer straight from the mapping.
  *
- * Atomicity: the output is written to "<out>.part" and renamed over <out>
- * only once complete; every error path removes the .part file, so a
- * failure never leaves a half-written model where a loader could find it.
+ * Atomicity: the writer produces "<out>.part" (itself via a ".tmp" it
+ * renames only when complete), and only after both files are closed is
+ * .part renamed over <out>. The second step exists for out == in: Windows
+ * cannot replace a file that is still mapped, so the input must be
+ * released first. Every error path removes what was written, so a failure
+ * never leaves a half-written model where a loader could find it.
  *
  * Threads: each chunk of rows of a tensor is split among n_threads workers
  * (rows are independent); the calling thread waits, reports progress
  * between chunks, and is the only one that touches the writer.
  */
+#include "platform.h"
 #include "quant-plan.h"
 #include "util.h"
 
@@ -99,47 +103,6 @@ static void worker_join(worker_thread t)
     pthread_join(t, NULL);
 }
 #endif
-
-/* ---- file helpers (UTF-8 paths on Windows too) ---------------------------- */
-
-#ifdef _WIN32
-static wchar_t *to_wide(const char *s)
-{
-    int n = MultiByteToWideChar(CP_UTF8, 0, s, -1, NULL, 0);
-    wchar_t *w = n > 0 ? malloc((size_t)n * sizeof *w) : NULL;
-    if (w && MultiByteToWideChar(CP_UTF8, 0, s, -1, w, n) != n) {
-        free(w);
-        w = NULL;
-    }
-    return w;
-}
-#endif
-
-static void remove_file(const char *path)
-{
-#ifdef _WIN32
-    wchar_t *w = to_wide(path);
-    if (w)
-        DeleteFileW(w);
-    free(w);
-#else
-    remove(path);
-#endif
-}
-
-/* Renames `from` over `to`, replacing an existing file. */
-static bool replace_file(const char *from, const char *to)
-{
-#ifdef _WIN32
-    wchar_t *wf = to_wide(from), *wt = to_wide(to);
-    bool ok = wf && wt && MoveFileExW(wf, wt, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH);
-    free(wf);
-    free(wt);
-    return ok;
-#else
-    return rename(from, to) == 0;
-#endif
-}
 
 /* ---- the driver ------------------------------------------------------------ */
 
@@ -377,10 +340,10 @@ moe_status moe_model_quantize_ex(const char *in_path, const char *out_path,
     free(run.types);
     free(run.out_buf);
     free(run.rows);
-    if (st == MOE_OK && !replace_file(part_path, out_path))
-        st = moe_fail(err, MOE_ERR_IO, "%s: cannot rename %s into place", out_path, part_path);
+    if (st == MOE_OK)
+        st = moe_platform_rename_file(part_path, out_path, err);
     if (st != MOE_OK && begun)
-        remove_file(part_path);
+        moe_platform_remove_file(part_path);
     free(part_path);
     return st;
 }
