@@ -54,7 +54,8 @@ typedef struct gguf_part {
     uint32_t         alignment;
     uint64_t         data_offset; /* start of the aligned data section */
     int64_t          n_kv;
-    gguf_kv         *kvs;       /* owned */
+    int64_t          cap_kv;
+    gguf_kv         *kvs;       /* owned; grows while parsing */
     int64_t          n_tensors; /* tensors this part declares */
 } gguf_part;
 
