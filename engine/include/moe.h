@@ -168,7 +168,10 @@ typedef struct moe_gguf moe_gguf;
  * is rejected with a message naming the file and the fault.
  * If `path` names the first file of a split set ("X-00001-of-00003.gguf",
  * or a file with split.count > 1), all parts are opened and presented as one
- * model: the key/values are the first file's, the tensors are the union. */
+ * model: the key/values are the first file's, the tensors are the union.
+ * (Any part may be named; a missing part is reported by its file name.)
+ * Arrays of arrays are rejected as MOE_ERR_UNSUPPORTED (llama.cpp neither
+ * writes nor reads them); tensor types other than those above likewise. */
 moe_status moe_gguf_open(const char *path, moe_gguf **out, moe_err *err);
 void       moe_gguf_free(moe_gguf *gguf);
 
@@ -226,7 +229,11 @@ const moe_gguf_tensor *moe_gguf_find_tensor(const moe_gguf *gguf, const char *na
  *          order (streaming, so only one tensor needs to be in memory);
  *          moe_gguf_writer_finish(w, err);
  * Setting a key that exists replaces its value in place. Strings and arrays
- * are copied. `general.alignment` (uint32, power of two) is honoured. */
+ * are copied. `general.alignment` (uint32, power of two) is honoured.
+ * Tensor names are at most 63 bytes (ggml's limit). The file is written as
+ * "<path>.tmp" and renamed onto `path` by finish/write_file, so a failed
+ * write (reported with the path and the system's reason) leaves no partial
+ * file under `path`; the temporary file is removed. */
 typedef struct moe_gguf_writer moe_gguf_writer;
 
 moe_gguf_writer *moe_gguf_writer_new(void);
