@@ -231,7 +231,9 @@ static moe_status convert_tensor(quant_run *run, int64_t i, moe_err *err)
     convert_job jobs[MAX_THREADS];
     worker_thread threads[MAX_THREADS];
     bool started[MAX_THREADS];
-    const int64_t rows_per_thread = CHUNK_ELEMS_PER_THREAD / ne0 > 0 ? CHUNK_ELEMS_PER_THREAD / ne0 : 1;
+    /* ne0 >= 1: the reader rejects empty dimensions. */
+    const int64_t rows_per_thread = ne0 > 0 && CHUNK_ELEMS_PER_THREAD / ne0 > 0
+                                  ? CHUNK_ELEMS_PER_THREAD / ne0 : 1;
 
     for (int64_t r0 = 0; r0 < n_rows;) {
         int n_jobs = 0;
