@@ -100,7 +100,8 @@ uint16_t moe_f32_to_bf16(float f);
 
 /* Dequantise `n_elems` elements (a multiple of the block size) of `type`
  * from `src` into `dst`. Scalar reference implementation; the floats equal
- * llama.cpp's dequantize_row_* output bit for bit. `src` needs no alignment.
+ * llama.cpp's dequantize_row_* output bit for bit (a NaN scale gives NaN,
+ * its sign and payload unspecified). `src` needs no alignment.
  * MOE_ERR_UNSUPPORTED for an unknown type, MOE_ERR_INVALID_ARG for a bad
  * count. */
 moe_status moe_dequantize_row(moe_type type, const void *src, float *dst,
