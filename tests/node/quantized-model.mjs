@@ -4,7 +4,7 @@
 //
 //   node quantized-model.mjs MAKE_TINY_LLAMA VOCAB.gguf TYPE...
 //
-// MAKE_TINY_LLAMA (tests/unit/make-tiny-llama.c) writes a 1-layer llama
+// MAKE_TINY_LLAMA (tests/tools/make-tiny-llama.c) writes a 1-layer llama
 // around VOCAB's vocabulary as F32 and quantises it to each TYPE with
 // moe_model_quantize, into a temporary folder removed afterwards. For each
 // prompt the F32 and quantised models' next-token probabilities are
