@@ -14,8 +14,10 @@ ours through the quant-tool executable (argv[1]). Asserts:
 
 Usage: test_quant_vs_llama.py QUANT_TOOL   (env MOE_SOURCE_ROOT = source tree)
 """
+import atexit
 import ctypes
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,6 +53,7 @@ def load_ggml():
 LIB = load_ggml()
 TOOL = sys.argv[1]
 TMP = tempfile.mkdtemp(prefix="moe-quant-")
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)
 
 
 def ptr(a):
