@@ -98,7 +98,7 @@ static void check_q8_k_sums(const void *q, int64_t n, const char *isa)
 
 #define N_ELEMS 512
 #define N_ROWS  9
-#define N_COLS  7
+#define N_COLS  13
 
 static void test_mm(const moe_cpu_kernels *k, moe_type type)
 {
@@ -123,20 +123,29 @@ static void test_mm(const moe_cpu_kernels *k, moe_type type)
         if (moe_cpu_vec_type(type) == MOE_CPU_TYPE_Q8_K)
             check_q8_k_sums(xq + c * xrow, n, k->name);
     }
-    /* Every tile shape: all columns at once, then column by column, and an
-     * output stride wider than the row count. */
+    /* Every tile shape: 13, 9, 5, 2 columns at once (full tiles and each
+     * kind of leftover), then column by column; an output stride wider
+     * than the row count; columns past the count stay untouched. */
     const size_t ys = N_ROWS + 3;
     moe_mm_fn mm = moe_cpu_mm_for(k, type);
-    for (int pass = 0; pass < 2; pass++) {
+    static const int counts[] = {N_COLS, 9, 5, 2, 1};
+    for (size_t pass = 0; pass < sizeof counts / sizeof counts[0] + 1; pass++) {
+        const int ncols = pass < sizeof counts / sizeof counts[0] ? counts[pass] : N_COLS;
         for (size_t i = 0; i < sizeof y / sizeof y[0]; i++)
             y[i] = -12345.0f;
-        if (pass == 0) {
-            mm(n, w, wrow, N_ROWS, xq, xrow, N_COLS, y, ys);
+        if (pass < sizeof counts / sizeof counts[0]) {
+            mm(n, w, wrow, N_ROWS, xq, xrow, ncols, y, ys);
         } else {
             for (int c = 0; c < N_COLS; c++)
                 mm(n, w, wrow, N_ROWS, xq + c * xrow, xrow, 1, y + c * ys, ys);
         }
         for (int c = 0; c < N_COLS; c++) {
+            if (c >= ncols) {
+                for (size_t r = 0; r < ys; r++)
+                    CHECK_MSG(y[c * ys + r] == -12345.0f, "%s mm %s wrote column %d of %d", k->name,
+                              moe_type_name(type), c, ncols);
+                continue;
+            }
             dequant_vec(type, xq + c * xrow, xd, n);
             for (int r = 0; r < N_ROWS; r++) {
                 double ref = 0, mag = 0;
@@ -146,8 +155,8 @@ static void test_mm(const moe_cpu_kernels *k, moe_type type)
                 }
                 double tol = 2e-5 * mag + 1e-6;
                 CHECK_MSG(fabs(y[c * ys + r] - ref) <= tol,
-                          "%s mm %s pass %d r %d c %d: %.7g vs %.7g", k->name,
-                          moe_type_name(type), pass, r, c, y[c * ys + r], ref);
+                          "%s mm %s cols %d r %d c %d: %.7g vs %.7g", k->name,
+                          moe_type_name(type), ncols, r, c, y[c * ys + r], ref);
             }
             for (size_t r = N_ROWS; r < ys; r++)
                 CHECK_MSG(y[c * ys + r] == -12345.0f, "%s mm %s wrote past nr", k->name,
@@ -211,6 +220,72 @@ static void test_attention_helpers(const moe_cpu_kernels *k)
         CHECK_NEAR(out[i], ref[i] + 0.75 * moe_f16_to_f32(h[i]), 1e-5);
 }
 
+/* The grouped-query attention kernels against double sums, with a cell
+ * list that skips and repeats cells, head sizes with and without a tail. */
+static void test_attention_group(const moe_cpu_kernels *k)
+{
+    enum { N_CELLS = 50, N_VIS = 37 };
+    static const int64_t hds[] = {64, 40, 128};
+    for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++) {
+        const int64_t hd = hds[hi];
+        const size_t row_bytes = (size_t)(hd * 3) * sizeof(uint16_t); /* 3 KV heads per cell */
+        uint16_t *kc = malloc(row_bytes * N_CELLS), *vc = malloc(row_bytes * N_CELLS);
+        for (size_t i = 0; i < row_bytes * N_CELLS / 2; i++) {
+            kc[i] = moe_f32_to_f16(frnd());
+            vc[i] = moe_f32_to_f16(frnd());
+        }
+        int32_t cells[N_VIS];
+        for (int i = 0; i < N_VIS; i++)
+            cells[i] = (i * 7 + 3) % N_CELLS;
+        float q[MOE_ATTN_MAX_GROUP * 128], p[MOE_ATTN_MAX_GROUP * N_VIS], s[MOE_ATTN_MAX_GROUP * N_VIS];
+        float out[MOE_ATTN_MAX_GROUP * 128];
+        for (int i = 0; i < MOE_ATTN_MAX_GROUP * 128; i++)
+            q[i] = frnd();
+        for (int i = 0; i < MOE_ATTN_MAX_GROUP * N_VIS; i++)
+            p[i] = frnd();
+        const size_t hoff = (size_t)hd * sizeof(uint16_t); /* KV head 1 */
+        const uint8_t *kb = (const uint8_t *)kc + hoff, *vb = (const uint8_t *)vc + hoff;
+        for (int64_t nq = 1; nq <= MOE_ATTN_MAX_GROUP; nq++) {
+            k->attn_scores_f16(hd, kb, row_bytes, cells, N_VIS, q, nq, 0.125f, s);
+            for (int i = 0; i < MOE_ATTN_MAX_GROUP * 128; i++)
+                out[i] = 0.5f;
+            k->attn_values_f16(hd, vb, row_bytes, cells, N_VIS, p, nq, out);
+            for (int64_t g = 0; g < nq; g++) {
+                for (int i = 0; i < N_VIS; i++) {
+                    const uint16_t *kr = (const uint16_t *)(const void *)(kb + (size_t)cells[i] * row_bytes);
+                    double ref = 0, mag = 0;
+                    for (int64_t d = 0; d < hd; d++) {
+                        ref += (double)moe_f16_to_f32(kr[d]) * q[g * hd + d];
+                        mag += fabs((double)moe_f16_to_f32(kr[d]) * q[g * hd + d]);
+                    }
+                    CHECK_MSG(fabs(s[g * N_VIS + i] - 0.125 * ref) <= 1e-5 * mag + 1e-6,
+                              "%s scores hd %lld nq %lld g %lld i %d", k->name, (long long)hd,
+                              (long long)nq, (long long)g, i);
+                }
+                for (int64_t d = 0; d < hd; d++) {
+                    double ref = 0.5, mag = 0.5;
+                    for (int i = 0; i < N_VIS; i++) {
+                        const uint16_t *vr = (const uint16_t *)(const void *)(vb + (size_t)cells[i] * row_bytes);
+                        ref += (double)p[g * N_VIS + i] * moe_f16_to_f32(vr[d]);
+                        mag += fabs((double)p[g * N_VIS + i] * moe_f16_to_f32(vr[d]));
+                    }
+                    CHECK_MSG(fabs(out[g * hd + d] - ref) <= 1e-5 * mag + 1e-6,
+                              "%s values hd %lld nq %lld g %lld d %lld", k->name, (long long)hd,
+                              (long long)nq, (long long)g, (long long)d);
+                }
+            }
+            /* heads past nq are untouched */
+            for (int64_t i = nq * hd; i < MOE_ATTN_MAX_GROUP * 128; i++)
+                if (out[i] != 0.5f) {
+                    CHECK_MSG(0, "%s values wrote past head %lld", k->name, (long long)nq);
+                    break;
+                }
+        }
+        free(kc);
+        free(vc);
+    }
+}
+
 int main(void)
 {
     const moe_cpu_kernels *tables[8];
@@ -227,6 +302,7 @@ int main(void)
         fprintf(stderr, "kernel table: %s\n", tables[t]->name);
         test_quantizers(tables[t]);
         test_attention_helpers(tables[t]);
+        test_attention_group(tables[t]);
         for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
             test_mm(tables[t], types[i]);
     }

@@ -7,10 +7,11 @@
  * Work split: phase 1 (stores) by token, then a barrier, then phase 2 by
  * token, interleaved so later tokens of a prefill (which read more cells)
  * spread over all threads. Each thread first lists the token's visible
- * cells once, then loops over heads; grouped-query heads read their shared
- * KV head. Two passes per head (scores, then the weighted sum of V) keep
- * the softmax exact without rescaling. Scratch per thread is reserved for
- * n_ctx cells.
+ * cells once, then takes the query heads that share a KV head together
+ * (grouped-query attention), so every K and V row is read once per group.
+ * Two passes (scores, then the weighted sum of V) keep the softmax exact
+ * without rescaling. Scratch per thread: n_ctx cells and n_ctx scores per
+ * head of a group.
  *
  * K/V rows are F16 (default) or Q8_0: for Q8_0, q is quantised to Q8_0
  * per head and scored with the Q8_0 product kernel, and V rows are
@@ -56,22 +57,89 @@ static void axpy_q8_0(int64_t n, float a, const moe_block_q8_0 *v, float *out)
     }
 }
 
-static void att_token(const att_task *t, int64_t tok, int ith)
+/* softmax of each of n_q rows of n scores, in place */
+static void att_softmax(float *s, int64_t n, int64_t n_q)
+{
+    for (int64_t g = 0; g < n_q; g++) {
+        float *r = s + g * n;
+        float mx = -INFINITY;
+        for (int64_t i = 0; i < n; i++)
+            mx = r[i] > mx ? r[i] : mx;
+        double sum = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            r[i] = expf(r[i] - mx);
+            sum += r[i];
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int64_t i = 0; i < n; i++)
+            r[i] *= inv;
+    }
+}
+
+/* F16 cache: the query heads that share a KV head go through the group
+ * kernels together, so each K and V row is read and converted once. */
+static void att_token_f16(const att_task *t, int64_t tok, const int32_t *cells, int64_t n_vis,
+                          float *sc)
 {
     const moe_attn_args *a = t->a;
-    const moe_kv_view *view = a->view;
-    cpu_backend *cb = t->cb;
-    const moe_cpu_kernels *k = cb->k;
-    const int64_t hd = a->head_dim;
-    const int64_t group = a->n_head / a->n_head_kv;
-    const bool q8 = a->kv_type == MOE_TYPE_Q8_0;
-    /* bytes from a cell row's start to KV head h */
-    const size_t head_bytes = q8 ? (size_t)(hd / MOE_QK8_0) * sizeof(moe_block_q8_0)
-                                 : (size_t)hd * sizeof(uint16_t);
+    const moe_cpu_kernels *k = t->cb->k;
+    const int64_t hd = a->head_dim, group = a->n_head / a->n_head_kv;
+    for (int64_t kvh = 0; kvh < a->n_head_kv; kvh++) {
+        const size_t hoff = (size_t)kvh * (size_t)hd * sizeof(uint16_t);
+        for (int64_t g0 = 0; g0 < group; g0 += MOE_ATTN_MAX_GROUP) {
+            const int64_t nq = group - g0 < MOE_ATTN_MAX_GROUP ? group - g0 : MOE_ATTN_MAX_GROUP;
+            const int64_t h0 = kvh * group + g0;
+            const float *q = t->q + (tok * a->n_head + h0) * hd;
+            float *out = t->out + (tok * a->n_head + h0) * hd;
+            memset(out, 0, (size_t)(nq * hd) * sizeof(float));
+            if (n_vis == 0)
+                continue;
+            k->attn_scores_f16(hd, (const uint8_t *)a->k_cache + hoff, a->kv_row_bytes, cells,
+                               n_vis, q, nq, a->scale, sc);
+            att_softmax(sc, n_vis, nq);
+            k->attn_values_f16(hd, (const uint8_t *)a->v_cache + hoff, a->kv_row_bytes, cells,
+                               n_vis, sc, nq, out);
+        }
+    }
+}
 
+/* Q8_0 cache: q is quantised per head and scored with the Q8_0 product
+ * kernel, as llama.cpp does for a quantised cache. */
+static void att_token_q8(const att_task *t, int64_t tok, const int32_t *cells, int64_t n_vis,
+                         float *sc, uint8_t *qq)
+{
+    const moe_attn_args *a = t->a;
+    const moe_cpu_kernels *k = t->cb->k;
+    const int64_t hd = a->head_dim, group = a->n_head / a->n_head_kv;
+    const size_t head_bytes = (size_t)(hd / MOE_QK8_0) * sizeof(moe_block_q8_0);
+    for (int32_t h = 0; h < a->n_head; h++) {
+        const float *qh = t->q + (tok * a->n_head + h) * hd;
+        float *oh = t->out + (tok * a->n_head + h) * hd;
+        const size_t hoff = (size_t)(h / group) * head_bytes;
+        memset(oh, 0, (size_t)hd * sizeof(float));
+        if (n_vis == 0)
+            continue;
+        k->quantize_q8_0(qh, qq, hd);
+        for (int64_t i = 0; i < n_vis; i++) {
+            const uint8_t *kr = (const uint8_t *)a->k_cache + (size_t)cells[i] * a->kv_row_bytes + hoff;
+            float s;
+            k->mm_q8_0(hd, kr, 0, 1, qq, 0, 1, &s, 1);
+            sc[i] = s * a->scale;
+        }
+        att_softmax(sc, n_vis, 1);
+        for (int64_t i = 0; i < n_vis; i++) {
+            const uint8_t *vr = (const uint8_t *)a->v_cache + (size_t)cells[i] * a->kv_row_bytes + hoff;
+            axpy_q8_0(hd, sc[i], (const moe_block_q8_0 *)vr, oh);
+        }
+    }
+}
+
+static void att_token(const att_task *t, int64_t tok, int ith)
+{
+    const moe_kv_view *view = t->a->view;
+    cpu_backend *cb = t->cb;
     int32_t *cells = cb->att_cells + (size_t)ith * cb->lim.n_ctx;
-    float *sc = cb->att_scores + (size_t)ith * cb->lim.n_ctx;
-    uint8_t *qq = cb->att_q8 + (size_t)ith * cb->att_q8_stride;
+    float *sc = cb->att_scores + (size_t)ith * cb->att_scores_stride;
 
     const uint64_t bit = (uint64_t)1 << view->tok_seq[tok];
     const int32_t pos = view->tok_pos[tok];
@@ -80,41 +148,10 @@ static void att_token(const att_task *t, int64_t tok, int ith)
         if ((view->cell_seqs[c] & bit) && view->cell_pos[c] >= 0 && view->cell_pos[c] <= pos)
             cells[n_vis++] = c;
 
-    for (int32_t h = 0; h < a->n_head; h++) {
-        const float *qh = t->q + (tok * a->n_head + h) * hd;
-        float *oh = t->out + (tok * a->n_head + h) * hd;
-        const size_t hoff = (size_t)(h / group) * head_bytes;
-        memset(oh, 0, (size_t)hd * sizeof(float));
-        if (n_vis == 0)
-            continue;
-        if (q8)
-            k->quantize_q8_0(qh, qq, hd);
-        float mx = -INFINITY;
-        for (int64_t i = 0; i < n_vis; i++) {
-            const uint8_t *kr = (const uint8_t *)a->k_cache + (size_t)cells[i] * a->kv_row_bytes + hoff;
-            float s;
-            if (q8)
-                k->mm_q8_0(hd, kr, 0, 1, qq, 0, 1, &s, 1);
-            else
-                s = k->dot_f16_f32(hd, (const uint16_t *)kr, qh);
-            s *= a->scale;
-            sc[i] = s;
-            mx = s > mx ? s : mx;
-        }
-        double sum = 0.0;
-        for (int64_t i = 0; i < n_vis; i++) {
-            sc[i] = expf(sc[i] - mx);
-            sum += sc[i];
-        }
-        const float inv = (float)(1.0 / sum);
-        for (int64_t i = 0; i < n_vis; i++) {
-            const uint8_t *vr = (const uint8_t *)a->v_cache + (size_t)cells[i] * a->kv_row_bytes + hoff;
-            if (q8)
-                axpy_q8_0(hd, sc[i] * inv, (const moe_block_q8_0 *)vr, oh);
-            else
-                k->axpy_f16(hd, sc[i] * inv, (const uint16_t *)vr, oh);
-        }
-    }
+    if (t->a->kv_type == MOE_TYPE_Q8_0)
+        att_token_q8(t, tok, cells, n_vis, sc, cb->att_q8 + (size_t)ith * cb->att_q8_stride);
+    else
+        att_token_f16(t, tok, cells, n_vis, sc);
 }
 
 static void att_task_fn(void *arg, int ith, int nth)

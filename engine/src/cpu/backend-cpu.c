@@ -180,6 +180,11 @@ static moe_status cpu_reserve(void *ctx, const moe_backend_limits *lim, moe_err 
 
     cb->xq_row_cap = cpu_q_row_cap(lim->max_row);
     cb->att_q8_stride = cpu_q_row_cap(lim->head_dim);
+    {
+        int64_t group = lim->n_head_kv > 0 ? lim->n_head / lim->n_head_kv : 1;
+        group = group < 1 ? 1 : group > MOE_ATTN_MAX_GROUP ? MOE_ATTN_MAX_GROUP : group;
+        cb->att_scores_stride = (size_t)(lim->n_ctx * group);
+    }
     /* float experts take their inputs unquantised */
     cb->moe_xq_stride = cpu_q_row_cap(lim->n_embd);
     if (cb->moe_xq_stride < (size_t)lim->n_embd * sizeof(float))
@@ -206,7 +211,7 @@ static moe_status cpu_reserve(void *ctx, const moe_backend_limits *lim, moe_err 
         {(void **)&cb->moe_out, npairs * (uint64_t)lim->n_embd, sizeof(float)},
         {(void **)&cb->jobs, 2 * nexp, sizeof(cpu_mm_job)},
         {(void **)&cb->att_cells, nth * (uint64_t)lim->n_ctx, sizeof(int32_t)},
-        {(void **)&cb->att_scores, nth * (uint64_t)lim->n_ctx, sizeof(float)},
+        {(void **)&cb->att_scores, nth * (uint64_t)cb->att_scores_stride, sizeof(float)},
         {(void **)&cb->att_q8, nth, cb->att_q8_stride},
     };
     for (size_t i = 0; i < sizeof plan / sizeof plan[0]; i++) {

@@ -70,7 +70,8 @@ typedef struct cpu_backend {
 
     /* attention, per thread: visible cells, their scores, q as Q8_0 */
     int32_t *att_cells;  /* [n_threads][n_ctx]              */
-    float   *att_scores; /* [n_threads][n_ctx]              */
+    float   *att_scores; /* [n_threads] x att_scores_stride  */
+    size_t   att_scores_stride; /* n_ctx x group heads       */
     uint8_t *att_q8;     /* [n_threads] x att_q8_stride     */
     size_t   att_q8_stride;
 } cpu_backend;

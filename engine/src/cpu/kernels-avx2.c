@@ -293,6 +293,70 @@ void moe_avx2_axpy_f16(int64_t n, float a, const uint16_t *v, float *out)
         out[i] += a * f16s(v[i]);
 }
 
+/* Scores: each K row is converted 8 floats at a time and meets every query
+ * head of the group; rows whose length is not a multiple of 8 take the
+ * scalar tail. */
+void moe_avx2_attn_scores_f16(int64_t hd, const uint8_t *base, size_t row_bytes,
+                              const int32_t *cells, int64_t n, const float *q, int64_t n_q,
+                              float scale, float *s)
+{
+    const int64_t hd8 = hd & ~(int64_t)7;
+    for (int64_t i = 0; i < n; i++) {
+        const uint16_t *k = (const uint16_t *)(const void *)(base + (size_t)cells[i] * row_bytes);
+        if (i + 2 < n)
+            _mm_prefetch((const char *)(base + (size_t)cells[i + 2] * row_bytes), _MM_HINT_T0);
+        __m256 acc[MOE_ATTN_MAX_GROUP];
+        for (int64_t g = 0; g < n_q; g++)
+            acc[g] = _mm256_setzero_ps();
+        for (int64_t d = 0; d < hd8; d += 8) {
+            const __m256 kv = LOAD_F16(k + d);
+            for (int64_t g = 0; g < n_q; g++)
+                acc[g] = _mm256_fmadd_ps(kv, _mm256_loadu_ps(q + g * hd + d), acc[g]);
+        }
+        for (int64_t g = 0; g < n_q; g++) {
+            float t = moe_x86_hsum(acc[g]);
+            for (int64_t d = hd8; d < hd; d++)
+                t += f16s(k[d]) * q[g * hd + d];
+            s[g * n + i] = scale * t;
+        }
+    }
+}
+
+/* Values: 16 output floats per head at a time stay in registers while
+ * every visible cell is added in. */
+void moe_avx2_attn_values_f16(int64_t hd, const uint8_t *base, size_t row_bytes,
+                              const int32_t *cells, int64_t n, const float *p, int64_t n_q,
+                              float *out)
+{
+    const int64_t hd16 = hd & ~(int64_t)15;
+    for (int64_t d0 = 0; d0 < hd16; d0 += 16) {
+        __m256 acc[MOE_ATTN_MAX_GROUP][2];
+        for (int64_t g = 0; g < n_q; g++) {
+            acc[g][0] = _mm256_loadu_ps(out + g * hd + d0);
+            acc[g][1] = _mm256_loadu_ps(out + g * hd + d0 + 8);
+        }
+        for (int64_t i = 0; i < n; i++) {
+            const uint16_t *v = (const uint16_t *)(const void *)(base + (size_t)cells[i] * row_bytes) + d0;
+            const __m256 v0 = LOAD_F16(v), v1 = LOAD_F16(v + 8);
+            for (int64_t g = 0; g < n_q; g++) {
+                const __m256 pg = _mm256_broadcast_ss(p + g * n + i);
+                acc[g][0] = _mm256_fmadd_ps(pg, v0, acc[g][0]);
+                acc[g][1] = _mm256_fmadd_ps(pg, v1, acc[g][1]);
+            }
+        }
+        for (int64_t g = 0; g < n_q; g++) {
+            _mm256_storeu_ps(out + g * hd + d0, acc[g][0]);
+            _mm256_storeu_ps(out + g * hd + d0 + 8, acc[g][1]);
+        }
+    }
+    for (int64_t i = 0; hd16 < hd && i < n; i++) {
+        const uint16_t *v = (const uint16_t *)(const void *)(base + (size_t)cells[i] * row_bytes);
+        for (int64_t g = 0; g < n_q; g++)
+            for (int64_t d = hd16; d < hd; d++)
+                out[g * hd + d] += p[g * n + i] * f16s(v[d]);
+    }
+}
+
 void moe_avx2_f32_to_f16(const float *x, uint16_t *y, int64_t n)
 {
     int64_t i = 0;
@@ -326,6 +390,8 @@ const moe_cpu_kernels moe_cpu_kernels_avx2 = {
     .mm_q6_k = kq_mm_q6_k,
     .dot_f16_f32 = moe_avx2_dot_f16_f32,
     .axpy_f16 = moe_avx2_axpy_f16,
+    .attn_scores_f16 = moe_avx2_attn_scores_f16,
+    .attn_values_f16 = moe_avx2_attn_values_f16,
     .f32_to_f16 = moe_avx2_f32_to_f16,
 };
 

@@ -97,13 +97,12 @@ static inline __m256i load_q4_0(const moe_block_q4_0 *b)
 }
 
 /* Two shapes, as in the AVX2 table: up to 3 columns one row at a time
- * (sequential streaming for decode), and for prefill a register tile of
- * TILE_R rows x TILE_C columns (2 x 6 measured best on Zen 4: 12
- * accumulators, the weights' signs kept in mask registers). */
+ * (sequential streaming for decode), and for prefill register tiles of
+ * TILE_R rows x 6 columns (2 x 6 measured best on Zen 4: 12 accumulators,
+ * the weights' signs kept in mask registers), 2 x 3 for leftover columns. */
 #define TILE_R 2
-#define TILE_C 6
 
-#define Q0_MM(name, btype, LOADW)                                                  \
+#define Q0_COLS(name, btype, LOADW)                                                \
     static void name##_cols(int64_t nb, const btype *wr, const moe_block_q8_0 *const *xc, \
                             int64_t m, float *out)                                 \
     {                                                                              \
@@ -132,14 +131,15 @@ static inline __m256i load_q4_0(const moe_block_q4_0 *b)
         }                                                                          \
         for (int64_t j = 0; j < m; j++)                                            \
             out[j] = moe_x86_hsum(_mm256_add_ps(a[j][0], a[j][1]));                \
-    }                                                                              \
-                                                                                   \
-    static void name##_tile(int64_t nb, const btype *const *wr,                    \
-                            const moe_block_q8_0 *const *xc, float *y, size_t ys)  \
+    }
+
+#define Q0_TILE(name, btype, LOADW, TC)                                            \
+    static void name##_tile##TC(int64_t nb, const btype *const *wr,                \
+                                const moe_block_q8_0 *const *xc, float *y, size_t ys) \
     {                                                                              \
-        __m256 acc[TILE_R][TILE_C];                                                \
+        __m256 acc[TILE_R][TC];                                                    \
         _Pragma("GCC unroll 8") for (int i = 0; i < TILE_R; i++)                   \
-            _Pragma("GCC unroll 8") for (int j = 0; j < TILE_C; j++)               \
+            _Pragma("GCC unroll 8") for (int j = 0; j < TC; j++)                   \
                 acc[i][j] = _mm256_setzero_ps();                                   \
         for (int64_t b = 0; b < nb; b++) {                                         \
             __m256i aw[TILE_R];                                                    \
@@ -151,7 +151,7 @@ static inline __m256i load_q4_0(const moe_block_q4_0 *b)
                 neg[i] = _mm256_movepi8_mask(v);                                   \
                 dw[i] = f16s(wr[i][b].d);                                          \
             }                                                                      \
-            _Pragma("GCC unroll 8") for (int j = 0; j < TILE_C; j++) {             \
+            _Pragma("GCC unroll 8") for (int j = 0; j < TC; j++) {                 \
                 const __m256i xv = load_q8_0(&xc[j][b]);                           \
                 const float dx = f16s(xc[j][b].d);                                 \
                 _Pragma("GCC unroll 8") for (int i = 0; i < TILE_R; i++)           \
@@ -159,38 +159,51 @@ static inline __m256i load_q4_0(const moe_block_q4_0 *b)
                                                 _mm256_set1_ps(dw[i] * dx), acc[i][j]); \
             }                                                                      \
         }                                                                          \
-        for (int j = 0; j < TILE_C; j++)                                           \
+        for (int j = 0; j < TC; j++)                                               \
             for (int i = 0; i < TILE_R; i++)                                       \
                 y[j * ys + i] = moe_x86_hsum(acc[i][j]);                           \
     }                                                                              \
                                                                                    \
+    /* Columns [c0, c0 + TC) of every row: tiles, then odd rows by _cols. */       \
+    static void name##_band##TC(int64_t nb, const void *w, size_t ws, int64_t nr,  \
+                                const moe_block_q8_0 *const *xc, float *y, size_t ys) \
+    {                                                                              \
+        int64_t r = 0;                                                             \
+        for (; r + TILE_R <= nr; r += TILE_R) {                                    \
+            const btype *wr[TILE_R];                                               \
+            for (int i = 0; i < TILE_R; i++)                                       \
+                wr[i] = (const void *)((const char *)w + (r + i) * ws);            \
+            name##_tile##TC(nb, wr, xc, y + r, ys);                                \
+        }                                                                          \
+        for (; r < nr; r++)                                                        \
+            for (int j0 = 0; j0 < TC; j0 += 3) {                                   \
+                float out[3];                                                      \
+                name##_cols(nb, (const void *)((const char *)w + r * ws), xc + j0, 3, out); \
+                for (int j = 0; j < 3; j++)                                        \
+                    y[(j0 + j) * ys + r] = out[j];                                 \
+            }                                                                      \
+    }
+
+#define Q0_MM(name, btype, LOADW)                                                  \
     static void name(int64_t n, const void *w, size_t ws, int64_t nr,              \
                      const void *x, size_t xs, int64_t nc, float *y, size_t ys)    \
     {                                                                              \
         const int64_t nb = n / MOE_QK8_0;                                          \
+        const moe_block_q8_0 *xc[6];                                               \
         int64_t c0 = 0;                                                            \
-        for (; c0 + TILE_C <= nc; c0 += TILE_C) {                                  \
-            const moe_block_q8_0 *xc[TILE_C];                                      \
-            for (int j = 0; j < TILE_C; j++)                                       \
+        for (; c0 + 6 <= nc; c0 += 6) {                                            \
+            for (int j = 0; j < 6; j++)                                            \
                 xc[j] = (const void *)((const char *)x + (c0 + j) * xs);           \
-            int64_t r = 0;                                                         \
-            for (; r + TILE_R <= nr; r += TILE_R) {                                \
-                const btype *wr[TILE_R];                                           \
-                for (int i = 0; i < TILE_R; i++)                                   \
-                    wr[i] = (const void *)((const char *)w + (r + i) * ws);        \
-                name##_tile(nb, wr, xc, y + c0 * ys + r, ys);                      \
-            }                                                                      \
-            for (; r < nr; r++)                                                    \
-                for (int j0 = 0; j0 < TILE_C; j0 += 3) {                           \
-                    float out[3];                                                  \
-                    name##_cols(nb, (const void *)((const char *)w + r * ws), xc + j0, 3, out); \
-                    for (int j = 0; j < 3; j++)                                    \
-                        y[(c0 + j0 + j) * ys + r] = out[j];                        \
-                }                                                                  \
+            name##_band6(nb, w, ws, nr, xc, y + c0 * ys, ys);                      \
         }                                                                          \
-        for (; c0 < nc; c0 += 3) {                                                 \
-            const int64_t m = nc - c0 < 3 ? nc - c0 : 3;                           \
-            const moe_block_q8_0 *xc[3];                                           \
+        if (c0 + 3 <= nc) {                                                        \
+            for (int j = 0; j < 3; j++)                                            \
+                xc[j] = (const void *)((const char *)x + (c0 + j) * xs);           \
+            name##_band3(nb, w, ws, nr, xc, y + c0 * ys, ys);                      \
+            c0 += 3;                                                               \
+        }                                                                          \
+        if (c0 < nc) {                                                             \
+            const int64_t m = nc - c0;                                             \
             for (int64_t j = 0; j < 3; j++)                                        \
                 xc[j] = (const void *)((const char *)x + (c0 + (j < m ? j : 0)) * xs); \
             for (int64_t r = 0; r < nr; r++) {                                     \
@@ -202,7 +215,13 @@ static inline __m256i load_q4_0(const moe_block_q4_0 *b)
         }                                                                          \
     }
 
+Q0_COLS(mm_q8_0, moe_block_q8_0, load_q8_0)
+Q0_TILE(mm_q8_0, moe_block_q8_0, load_q8_0, 6)
+Q0_TILE(mm_q8_0, moe_block_q8_0, load_q8_0, 3)
 Q0_MM(mm_q8_0, moe_block_q8_0, load_q8_0)
+Q0_COLS(mm_q4_0, moe_block_q4_0, load_q4_0)
+Q0_TILE(mm_q4_0, moe_block_q4_0, load_q4_0, 6)
+Q0_TILE(mm_q4_0, moe_block_q4_0, load_q4_0, 3)
 Q0_MM(mm_q4_0, moe_block_q4_0, load_q4_0)
 
 const moe_cpu_kernels moe_cpu_kernels_avx512 = {
@@ -218,6 +237,8 @@ const moe_cpu_kernels moe_cpu_kernels_avx512 = {
     .mm_q6_k = kq_mm_q6_k,
     .dot_f16_f32 = moe_avx2_dot_f16_f32,
     .axpy_f16 = moe_avx2_axpy_f16,
+    .attn_scores_f16 = moe_avx2_attn_scores_f16,
+    .attn_values_f16 = moe_avx2_attn_values_f16,
     .f32_to_f16 = moe_avx2_f32_to_f16,
 };
 

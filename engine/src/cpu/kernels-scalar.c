@@ -211,6 +211,28 @@ static void axpy_f16(int64_t n, float a, const uint16_t *v, float *out)
         out[i] += a * f16(v[i]);
 }
 
+static void attn_scores_f16(int64_t hd, const uint8_t *base, size_t row_bytes,
+                            const int32_t *cells, int64_t n, const float *q, int64_t n_q,
+                            float scale, float *s)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const uint16_t *k = (const uint16_t *)(const void *)(base + (size_t)cells[i] * row_bytes);
+        for (int64_t g = 0; g < n_q; g++)
+            s[g * n + i] = scale * dot_f16(hd, k, q + g * hd);
+    }
+}
+
+static void attn_values_f16(int64_t hd, const uint8_t *base, size_t row_bytes,
+                            const int32_t *cells, int64_t n, const float *p, int64_t n_q,
+                            float *out)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const uint16_t *v = (const uint16_t *)(const void *)(base + (size_t)cells[i] * row_bytes);
+        for (int64_t g = 0; g < n_q; g++)
+            axpy_f16(hd, p[g * n + i], v, out + g * hd);
+    }
+}
+
 static void f32_to_f16(const float *x, uint16_t *y, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
@@ -230,5 +252,7 @@ const moe_cpu_kernels MOE_KERNELS_TABLE = {
     .mm_q6_k = mm_q6_k,
     .dot_f16_f32 = MOE_KERNELS_DOT_F16_F32,
     .axpy_f16 = axpy_f16,
+    .attn_scores_f16 = attn_scores_f16,
+    .attn_values_f16 = attn_values_f16,
     .f32_to_f16 = f32_to_f16,
 };

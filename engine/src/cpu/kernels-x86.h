@@ -42,5 +42,11 @@ void  moe_avx2_quantize_q8_k(const float *x, void *y, int64_t n);
 float moe_avx2_dot_f16_f32(int64_t n, const uint16_t *k, const float *q);
 void  moe_avx2_axpy_f16(int64_t n, float a, const uint16_t *v, float *out);
 void  moe_avx2_f32_to_f16(const float *x, uint16_t *y, int64_t n);
+void  moe_avx2_attn_scores_f16(int64_t hd, const uint8_t *base, size_t row_bytes,
+                               const int32_t *cells, int64_t n, const float *q, int64_t n_q,
+                               float scale, float *s);
+void  moe_avx2_attn_values_f16(int64_t hd, const uint8_t *base, size_t row_bytes,
+                               const int32_t *cells, int64_t n, const float *p, int64_t n_q,
+                               float *out);
 
 #endif /* MOE_CPU_KERNELS_X86_H */

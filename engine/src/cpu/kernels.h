@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #define MOE_QK8_0 32
+#define MOE_ATTN_MAX_GROUP 8
 #define MOE_QK_K  256
 
 /* ggml block layouts (little-endian; `d` fields are IEEE half). */
@@ -77,6 +78,18 @@ typedef struct moe_cpu_kernels {
     /* Attention helpers over F16 cache rows: dot(k, q) and out += a * v. */
     float (*dot_f16_f32)(int64_t n, const uint16_t *k, const float *q);
     void  (*axpy_f16)(int64_t n, float a, const uint16_t *v, float *out);
+    /* Grouped-query attention over F16 cache rows: g < n_q (at most
+     * MOE_ATTN_MAX_GROUP) query heads of hd floats (q + g * hd) share one KV
+     * head whose slice of cell c starts at base + c * row_bytes.
+     *   scores: s[g * n + i] = scale * dot(q_g, K(cells[i]))
+     *   values: out[g * hd + d] += sum_i p[g * n + i] * V(cells[i])[d]
+     * Each K/V row is converted once for the whole group. */
+    void  (*attn_scores_f16)(int64_t hd, const uint8_t *base, size_t row_bytes,
+                             const int32_t *cells, int64_t n, const float *q, int64_t n_q,
+                             float scale, float *s);
+    void  (*attn_values_f16)(int64_t hd, const uint8_t *base, size_t row_bytes,
+                             const int32_t *cells, int64_t n, const float *p, int64_t n_q,
+                             float *out);
     /* Converting activations into the F16 cache (round to nearest even). */
     void  (*f32_to_f16)(const float *x, uint16_t *y, int64_t n);
 } moe_cpu_kernels;
