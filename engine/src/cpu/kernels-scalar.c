@@ -14,6 +14,7 @@
 #endif
 #ifndef MOE_KERNELS_DOT_F16_F32
 #define MOE_KERNELS_DOT_F16_F32 dot_f16_f32
+#define MOE_KERNELS_OWN_DOT_F16_F32 1
 #endif
 
 #include <math.h>
@@ -200,10 +201,12 @@ SCALAR_MM(mm_q4_0, dot_q4_0)
 SCALAR_MM(mm_q4_k, dot_q4_k)
 SCALAR_MM(mm_q6_k, dot_q6_k)
 
+#ifdef MOE_KERNELS_OWN_DOT_F16_F32
 static float dot_f16_f32(int64_t n, const uint16_t *k, const float *q)
 {
     return dot_f16(n, k, q);
 }
+#endif
 
 static void axpy_f16(int64_t n, float a, const uint16_t *v, float *out)
 {
