@@ -24,7 +24,7 @@ GOptionGroup *cli_engine_opts_group(cli_engine_opts *o)
         {"threads", 't', 0, G_OPTION_ARG_INT, &o->n_threads, "CPU threads (default: all)", "N"},
         {"ctx-size", 'c', 0, G_OPTION_ARG_INT, &o->n_ctx, "context size in tokens (default: min(train, 4096))", "N"},
         {"batch-size", 'b', 0, G_OPTION_ARG_INT, &o->n_batch, "most tokens per forward pass (default 512)", "N"},
-        {"kv-type", 0, 0, G_OPTION_ARG_STRING, &o->kv_type, "KV cache type: f16 (default) or q8_0", "TYPE"},
+        {"kv-type", 0, 0, G_OPTION_ARG_STRING, &o->kv_type, "KV cache type: f16 (default), q8_0 or f32", "TYPE"},
         G_OPTION_ENTRY_NULL,
     };
     GOptionGroup *g = g_option_group_new("engine", "Engine options", "Show engine options", NULL, NULL);

@@ -655,8 +655,11 @@ typedef struct moe_context_params {
     int32_t  n_seq_max; /* sequence ids run 0..n_seq_max-1 (1..64); 0 = 1  */
     int32_t  n_batch;   /* most tokens one moe_decode call takes; 0 = 512  */
     int32_t  n_threads; /* CPU threads; 0 = all processors                 */
-    moe_type kv_type;   /* MOE_TYPE_F16 (default; 0 means F16 too) or
-                           MOE_TYPE_Q8_0                                    */
+    moe_type kv_type;   /* MOE_TYPE_F16 (the default), MOE_TYPE_Q8_0 (half
+                           the memory) or MOE_TYPE_F32 (exact, for
+                           comparisons with references; note F32 is 0, so a
+                           zeroed struct asks for it: start from
+                           moe_context_default_params())                    */
 } moe_context_params;
 
 moe_context_params moe_context_default_params(void);

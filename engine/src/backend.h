@@ -94,7 +94,7 @@ typedef struct moe_kv_view {
 typedef struct moe_attn_args {
     int32_t            n_head, n_head_kv, head_dim;
     float              scale;        /* usually 1/sqrt(head_dim)              */
-    moe_type           kv_type;      /* F16 or Q8_0                           */
+    moe_type           kv_type;      /* F16, Q8_0 or F32                      */
     size_t             kv_row_bytes; /* bytes of one cell's K (or V) row      */
     void              *k_cache;      /* this layer: [n_ctx] rows of n_head_kv *
                                         head_dim elements of kv_type          */

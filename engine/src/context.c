@@ -114,8 +114,6 @@ static moe_status ctx_check_params(const moe_model *m, moe_context_params *p, mo
         p->n_batch = 512;
     if (p->n_threads == 0)
         p->n_threads = moe_cpu_count();
-    if ((int)p->kv_type == 0)
-        p->kv_type = MOE_TYPE_F16;
     if (p->n_ctx < 1 || p->n_ctx > (1 << 24))
         return moe_fail(err, MOE_ERR_INVALID_ARG, "n_ctx %d out of range 1..%d", p->n_ctx, 1 << 24);
     if (p->n_seq_max < 1 || p->n_seq_max > MOE_KV_MAX_SEQ)
@@ -125,8 +123,8 @@ static moe_status ctx_check_params(const moe_model *m, moe_context_params *p, mo
         return moe_fail(err, MOE_ERR_INVALID_ARG, "n_batch %d out of range 1..65536", p->n_batch);
     if (p->n_threads < 1 || p->n_threads > 1024)
         return moe_fail(err, MOE_ERR_INVALID_ARG, "n_threads %d out of range 1..1024", p->n_threads);
-    if (p->kv_type != MOE_TYPE_F16 && p->kv_type != MOE_TYPE_Q8_0)
-        return moe_fail(err, MOE_ERR_UNSUPPORTED, "KV cache type %d not supported (use f16 or q8_0)",
+    if (p->kv_type != MOE_TYPE_F16 && p->kv_type != MOE_TYPE_Q8_0 && p->kv_type != MOE_TYPE_F32)
+        return moe_fail(err, MOE_ERR_UNSUPPORTED, "KV cache type %d not supported (use f16, q8_0 or f32)",
                         (int)p->kv_type);
     return MOE_OK;
 }

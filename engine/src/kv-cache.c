@@ -15,8 +15,8 @@ moe_status moe_kvc_init(moe_kv_cache *kv, const moe_backend *be, int32_t n_ctx,
                         moe_type type, moe_err *err)
 {
     memset(kv, 0, sizeof *kv);
-    if (type != MOE_TYPE_F16 && type != MOE_TYPE_Q8_0)
-        return moe_fail(err, MOE_ERR_UNSUPPORTED, "KV cache type %s not supported (use f16 or q8_0)",
+    if (type != MOE_TYPE_F16 && type != MOE_TYPE_Q8_0 && type != MOE_TYPE_F32)
+        return moe_fail(err, MOE_ERR_UNSUPPORTED, "KV cache type %s not supported (use f16, q8_0 or f32)",
                         moe_type_name(type) ? moe_type_name(type) : "?");
     size_t row_bytes = moe_type_row_bytes(type, row_elems);
     if (row_bytes == 0)

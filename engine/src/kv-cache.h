@@ -20,7 +20,7 @@ typedef struct moe_kv_cache {
     int32_t   n_ctx;
     int32_t   n_seq_max;
     int32_t   n_layer;
-    moe_type  type;      /* F16 or Q8_0                                  */
+    moe_type  type;      /* F16 (default), Q8_0 or F32 (exact, tests)    */
     int64_t   row_elems; /* n_head_kv * head_dim                         */
     size_t    row_bytes; /* of one cell's K (or V) row in one layer      */
     void    **k, **v;    /* [n_layer] backend buffers of n_ctx rows      */

@@ -252,6 +252,12 @@ static void test_variants(const moe_model *m, const char *arch, bool quantised)
               arch, max_prob_diff(base, other, 20));
     moe_context_free(c);
 
+    c = new_ctx(m, 1, 64, 8, 2, MOE_TYPE_F32);
+    run_seq(c, 0, t, 20, 0, 8, other);
+    CHECK_MSG(max_prob_diff(base, other, 20) < 0.05, "%s: F32 KV cache: probabilities differ by %g",
+              arch, max_prob_diff(base, other, 20));
+    moe_context_free(c);
+
 #ifdef _WIN32
     _putenv("MOE_CPU_ISA=scalar");
 #else

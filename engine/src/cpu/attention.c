@@ -13,9 +13,9 @@
  * without rescaling. Scratch per thread: n_ctx cells and n_ctx scores per
  * head of a group.
  *
- * K/V rows are F16 (default) or Q8_0: for Q8_0, q is quantised to Q8_0
- * per head and scored with the Q8_0 product kernel, and V rows are
- * dequantised block by block.
+ * K/V rows are F16 (default), Q8_0 (q is quantised to Q8_0 per head and
+ * scored with the Q8_0 product kernel, V dequantised block by block) or
+ * F32 (exact, for comparisons with reference implementations).
  */
 #include "backend-cpu.h"
 
@@ -40,6 +40,9 @@ static void att_store(const att_task *t, int ith, int nth)
         if (a->kv_type == MOE_TYPE_Q8_0) {
             k->quantize_q8_0(t->k + i * row, kd, row);
             k->quantize_q8_0(t->v + i * row, vd, row);
+        } else if (a->kv_type == MOE_TYPE_F32) {
+            memcpy(kd, t->k + i * row, (size_t)row * sizeof(float));
+            memcpy(vd, t->v + i * row, (size_t)row * sizeof(float));
         } else {
             k->f32_to_f16(t->k + i * row, (uint16_t *)kd, row);
             k->f32_to_f16(t->v + i * row, (uint16_t *)vd, row);
@@ -134,6 +137,37 @@ static void att_token_q8(const att_task *t, int64_t tok, const int32_t *cells, i
     }
 }
 
+/* F32 cache (exact, for comparisons with references): plain per-head
+ * loops with the F32 product kernel. */
+static void att_token_f32(const att_task *t, int64_t tok, const int32_t *cells, int64_t n_vis,
+                          float *sc)
+{
+    const moe_attn_args *a = t->a;
+    const moe_cpu_kernels *k = t->cb->k;
+    const int64_t hd = a->head_dim, group = a->n_head / a->n_head_kv;
+    for (int32_t h = 0; h < a->n_head; h++) {
+        const float *qh = t->q + (tok * a->n_head + h) * hd;
+        float *oh = t->out + (tok * a->n_head + h) * hd;
+        const size_t hoff = (size_t)(h / group) * (size_t)hd * sizeof(float);
+        memset(oh, 0, (size_t)hd * sizeof(float));
+        if (n_vis == 0)
+            continue;
+        for (int64_t i = 0; i < n_vis; i++) {
+            const uint8_t *kr = (const uint8_t *)a->k_cache + (size_t)cells[i] * a->kv_row_bytes + hoff;
+            float s;
+            k->mm_f32(hd, kr, 0, 1, qh, 0, 1, &s, 1);
+            sc[i] = s * a->scale;
+        }
+        att_softmax(sc, n_vis, 1);
+        for (int64_t i = 0; i < n_vis; i++) {
+            const float *vr = (const float *)(const void *)((const uint8_t *)a->v_cache +
+                                                            (size_t)cells[i] * a->kv_row_bytes + hoff);
+            for (int64_t d = 0; d < hd; d++)
+                oh[d] += sc[i] * vr[d];
+        }
+    }
+}
+
 static void att_token(const att_task *t, int64_t tok, int ith)
 {
     const moe_kv_view *view = t->a->view;
@@ -150,6 +184,8 @@ static void att_token(const att_task *t, int64_t tok, int ith)
 
     if (t->a->kv_type == MOE_TYPE_Q8_0)
         att_token_q8(t, tok, cells, n_vis, sc, cb->att_q8 + (size_t)ith * cb->att_q8_stride);
+    else if (t->a->kv_type == MOE_TYPE_F32)
+        att_token_f32(t, tok, cells, n_vis, sc);
     else
         att_token_f16(t, tok, cells, n_vis, sc);
 }
