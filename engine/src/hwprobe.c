@@ -111,7 +111,7 @@ static void probe_cpu_x86(moe_machine *m)
         if (ecx1 & (1u << 29))
             f |= MOE_CPU_F16C;
     }
-    unsigned max_leaf = __get_cpuid_max(0, NULL);
+    const unsigned max_leaf = (unsigned)__get_cpuid_max(0, NULL);
     if (max_leaf >= 7) {
         __cpuid_count(7, 0, a, b, c, d);
         const unsigned ebx7 = b, ecx7 = c, sub_leaves = a;
@@ -137,7 +137,7 @@ static void probe_cpu_x86(moe_machine *m)
     }
     m->cpu_features = f;
 
-    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
+    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
         unsigned regs[12];
         for (unsigned i = 0; i < 3; i++)
             __get_cpuid(0x80000002u + i, &regs[i * 4], &regs[i * 4 + 1], &regs[i * 4 + 2],
