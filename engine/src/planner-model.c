@@ -275,6 +275,8 @@ moe_status moe_plan_model_from_gguf(const moe_gguf *g, moe_plan_model *m, moe_er
         return moe_fail(err, MOE_ERR_FORMAT,
                         "GGUF: no token_embd.weight or tokenizer.ggml.tokens to size the vocabulary");
 
+    if (moe_gguf_n_tensors(g) == 0)
+        return moe_fail(err, MOE_ERR_FORMAT, "GGUF: no weight tensors (a vocabulary-only file?)");
     moe_plan_variant *v = &m->variants[0];
     moe_type dominant = MOE_TYPE_F32;
     uint64_t type_bytes[MOE_TYPE_COUNT] = {0};
@@ -311,7 +313,10 @@ moe_status moe_plan_model_from_gguf(const moe_gguf *g, moe_plan_model *m, moe_er
     if (params > 0)
         v->bpw = (double)bytes * 8.0 / (double)params; /* the file's own */
     snprintf(v->quant, sizeof v->quant, "%s", quant);
-    snprintf(v->name, sizeof v->name, "%s (file)", quant);
+    for (char *c = v->quant; *c; c++) /* type names are lower case, file types upper */
+        if (*c >= 'a' && *c <= 'z')
+            *c = (char)(*c - 'a' + 'A');
+    snprintf(v->name, sizeof v->name, "%s (file)", v->quant);
     v->file_bytes = moe_gguf_file_bytes(g);
     v->size_estimated = false;
     v->exact_groups = true;
