@@ -4,9 +4,10 @@
  * libmoe reads and writes GGUF model files, knows the tensor block formats
  * that llama.cpp uses (so files interoperate both ways), tokenizes text with
  * the vocabulary stored in a GGUF file, describes the machine (hardware
- * probe) and plans where a model's memory goes (memory planner), and (in
- * later layers) runs Mixture-of-Experts models. It is plain C11 plus libc and threads: no GLib,
- * so it cross-compiles with mingw-w64 and its tests run under wine.
+ * probe), plans where a model's memory goes (memory planner) and (in later
+ * layers) runs Mixture-of-Experts models. It is plain C11 plus libc and
+ * threads: no GLib, so it cross-compiles with mingw-w64 and its tests run
+ * under wine.
  *
  * Conventions that hold for every function below:
  *   - Fallible calls return a moe_status and, when `err` is not NULL, write a
