@@ -323,7 +323,7 @@ static void explain(moe_plan *p, const moe_plan_model *m, const moe_machine *mac
     }
 }
 
-static void choose(moe_plan *p, const moe_plan_model *m)
+static void choose(moe_plan *p)
 {
     p->chosen = -1;
     for (size_t c = 0; c < p->n_n_ctx && p->chosen < 0; c++)
@@ -336,7 +336,6 @@ static void choose(moe_plan *p, const moe_plan_model *m)
                     break;
                 }
             }
-    (void)m;
 }
 
 /* ---- Entry points ------------------------------------------------------ */
@@ -439,7 +438,7 @@ moe_status moe_plan_make(const moe_plan_model *m, const moe_machine *mach,
             p->options[p->n_options++] = o;
         }
     }
-    choose(p, m);
+    choose(p);
     explain(p, m, mach);
     *out = p;
     return MOE_OK;
