@@ -222,7 +222,8 @@ static moe_status mf_int(mf_cursor *c, int64_t lo, int64_t hi, int64_t *out, con
     moe_status st = mf_number(c, &v, key);
     if (st != MOE_OK)
         return st;
-    if (v != (double)(int64_t)v || v < (double)lo || v > (double)hi) {
+    /* range first: converting an out-of-range double is undefined */
+    if (!(v >= (double)lo && v <= (double)hi) || v != (double)(int64_t)v) {
         char what[96];
         snprintf(what, sizeof what, "expected an integer %lld..%lld for", (long long)lo, (long long)hi);
         return mf_fail(c, what, key);
@@ -279,10 +280,10 @@ static moe_status mf_size(mf_cursor *c, uint64_t *out, const char *key)
         moe_status st = mf_number(c, &v, key);
         if (st != MOE_OK)
             return st;
-        if (v != (double)(int64_t)v && v < limit)
+        if (v >= 0.0 && v <= limit && v != (double)(uint64_t)v)
             return mf_fail(c, "byte count must be whole for", key);
     }
-    if (!(v >= 0.0) || v > limit)
+    if (!(v >= 0.0 && v <= limit))
         return mf_fail(c, "size out of range for", key);
     *out = (uint64_t)(v + 0.5);
     return MOE_OK;

@@ -113,6 +113,9 @@ static void test_parse_bad(void)
         {"{\"ram_total\": -5}", "size out of range"},
         {"{\"ram_total\": 1.5}", "whole"},
         {"{\"ram_total\": 1e40}", "out of range"},
+        /* found by fuzz-machine: a 40-digit count must not reach a cast */
+        {"{\"ram_total\": 1000000000000000000000000000000000000000}", "size out of range"},
+        {"{\"ram_total\": 1, \"cores_logical\": 1000000000000000000000000000000000000000}", "integer"},
         {"{\"ram_total\": 10, \"ram_free\": 11}", "ram_free is larger"},
         {"{\"ram_total\": 1, \"cores_logical\": 2, \"cores_physical\": 4}", "cores_physical is larger"},
         {"{\"ram_total\": 1, \"cores_logical\": 0}", "cores_logical"},
