@@ -192,7 +192,7 @@ gboolean usage_schema_prepare(usage_store *store, GError **error)
         return FALSE;
     }
     if (version < USAGE_SCHEMA_VERSION && store->read_only) {
-        g_set_error(error, USAGE_STORE_ERROR, USAGE_STORE_ERROR_SCHEMA,
+        g_set_error(error, USAGE_STORE_ERROR, USAGE_STORE_ERROR_OLD_SCHEMA,
                     "%s: schema version %d is older than %d; open it read-write to migrate",
                     store->path, version, USAGE_SCHEMA_VERSION);
         return FALSE;

@@ -54,9 +54,6 @@ struct usage_store {
 int usage_row_bind(sqlite3_stmt *stmt, int first, const usage_row *row);
 void usage_row_read(sqlite3_stmt *stmt, int first, usage_row *row);
 
-/* Check a row's fields; FALSE with an error naming the field. */
-gboolean usage_row_validate(const usage_row *row, GError **error);
-
 /* Turn an SQLite failure into a GError naming the store's file. */
 void usage_store_set_sqlite_error(usage_store *store, GError **error, int rc,
                                   const char *doing);

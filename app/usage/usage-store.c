@@ -374,6 +374,14 @@ void usage_store_get_stats(usage_store *store, usage_store_stats *stats)
     g_mutex_unlock(&store->db_lock);
 }
 
+char *usage_store_default_path(void)
+{
+    const char *env = g_getenv("MOEDESK_DATA_DIR");
+    if (env && env[0])
+        return g_build_filename(env, "usage.sqlite3", NULL);
+    return g_build_filename(g_get_user_data_dir(), "moedesk", "usage.sqlite3", NULL);
+}
+
 const char *usage_store_gateway_id(usage_store *store)
 {
     return store->gateway_id;

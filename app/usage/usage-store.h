@@ -35,7 +35,8 @@ typedef enum {
     USAGE_STORE_ERROR_OPEN,       /* missing file, not a database, permissions */
     USAGE_STORE_ERROR_CORRUPT,    /* malformed database or roll-up blob */
     USAGE_STORE_ERROR_LOCKED,     /* another connection holds a lock too long */
-    USAGE_STORE_ERROR_SCHEMA,     /* schema newer than this build, or too old read-only */
+    USAGE_STORE_ERROR_SCHEMA,     /* schema newer than this build, or not ours */
+    USAGE_STORE_ERROR_OLD_SCHEMA, /* read-only open of an older schema: reopen read-write */
     USAGE_STORE_ERROR_WRITE,      /* a write failed (disk full, I/O) */
     USAGE_STORE_ERROR_READ_ONLY,  /* a write call on a read-only store */
     USAGE_STORE_ERROR_INVALID,    /* a bad row or argument */
@@ -70,6 +71,9 @@ typedef struct usage_row {
     gint64 busy_ms;            /* time the local engine spent on it (0 upstream) */
 } usage_row;
 
+/* Check a row's fields; FALSE with an error naming the field. */
+gboolean usage_row_validate(const usage_row *row, GError **error);
+
 /* A request failed if its status is >= 400 or it carries an error kind. */
 gboolean usage_row_is_error(const usage_row *row);
 
@@ -102,7 +106,9 @@ typedef enum {
 
 /*
  * Open (read-write: create if missing) the database at `path`, switch it to
- * WAL and migrate it to USAGE_SCHEMA_VERSION. Errors name `path`. The store
+ * WAL and migrate it to USAGE_SCHEMA_VERSION. Errors name `path`; a
+ * read-only open of an older file fails with USAGE_STORE_ERROR_OLD_SCHEMA
+ * (the caller may reopen read-write to migrate). The store
  * is freed with usage_store_close().
  */
 usage_store *usage_store_open(const char *path, usage_store_flags flags, GError **error);
@@ -139,6 +145,9 @@ typedef struct usage_store_stats {
     guint64 commit_us;      /* time spent in COMMIT */
 } usage_store_stats;
 void usage_store_get_stats(usage_store *store, usage_store_stats *stats);
+
+/* $MOEDESK_DATA_DIR/usage.sqlite3, else <user data dir>/moedesk/usage.sqlite3. */
+char *usage_store_default_path(void);
 
 /* The random id this database was given at creation (Postgres export key). */
 const char *usage_store_gateway_id(usage_store *store);

@@ -261,7 +261,7 @@ static void test_migrations(void)
     g_autofree char *before = file_digest(path);
     GError *err = NULL;
     CHECK(usage_store_open(path, USAGE_STORE_READ_ONLY, &err) == NULL);
-    CHECK(err && err->code == USAGE_STORE_ERROR_SCHEMA && strstr(err->message, path));
+    CHECK(err && err->code == USAGE_STORE_ERROR_OLD_SCHEMA && strstr(err->message, path));
     g_clear_error(&err);
     g_autofree char *after = file_digest(path);
     CHECK_EQ_STR(before, after);
