@@ -28,8 +28,10 @@ static const char css[] =
     "svg .g{stroke:#e6e8ee;stroke-width:1}svg .x{stroke:#9aa1ad;stroke-width:1}"
     "table{border-collapse:collapse;background:#fff;border:1px solid #dde1e8;margin:6px 0 12px;"
     "font-size:13px}th,td{padding:5px 10px;border-bottom:1px solid #eceef2;text-align:right}"
+    "td{white-space:nowrap}td:first-child{white-space:normal;overflow-wrap:anywhere}"
     "th{background:#eef0f4;font-weight:600}td:first-child,th:first-child{text-align:left}"
-    ".tables{display:grid;grid-template-columns:1fr 1fr;gap:0 16px}"
+    ".tables{display:grid;grid-template-columns:1fr 1fr;gap:0 16px}.tables table{width:100%}"
+    ".tables td:first-child{min-width:8em}"
     ".verdict{font-size:18px;font-weight:700}.alert{color:#8a4b00}"
     ".note{color:#5a6272;font-size:12px}";
 
@@ -125,22 +127,38 @@ static void totals_table(GString *out, const usage_report *r)
     g_string_append(out, "</table>\n");
 }
 
+/* A plain number for narrow table cells (the unit is in the header). */
+static char *bare(double v, int decimals)
+{
+    if (isnan(v))
+        return g_strdup("—");
+    if (decimals == 0)
+        return report_format_count(v);
+    if (v != 0 && fabs(v) < 0.01)
+        return g_strdup_printf("%.3g", v);
+    return g_strdup_printf("%.*f", decimals, v);
+}
+
 static void group_table(GString *out, const usage_report *r, report_dim d)
 {
     const report_week_data *w = usage_report_current(r);
     g_string_append(out, "<div><h3>By ");
     esc(out, report_dim_name(d));
     g_string_append(out, "</h3><table><tr><th>Name</th><th>Calls</th><th>Tokens</th>"
-                         "<th>TTFT P95</th><th>Latency P95</th><th>Errors</th>"
-                         "<th>Cost per 1k</th></tr>\n");
-    const report_metric ms[] = {REPORT_M_CALLS, REPORT_M_TOTAL_TOKENS, REPORT_M_TTFT_P95,
-                                REPORT_M_LATENCY_P95, REPORT_M_ERROR_RATE, REPORT_M_COST_PER_1K};
+                         "<th>TTFT P95 (ms)</th><th>Latency P95 (ms)</th><th>Errors (%)</th>"
+                         "<th>Cost per 1k (");
+    esc(out, r->settings->currency);
+    g_string_append(out, ")</th></tr>\n");
     for (guint i = 0; i < w->groups[d]->len; i++) {
         const report_group *g = w->groups[d]->pdata[i];
         g_string_append(out, "<tr>");
         td(out, g_strdup(g->name[0] ? g->name : "(none)"));
-        for (guint k = 0; k < G_N_ELEMENTS(ms); k++)
-            td(out, report_format_value(r, ms[k], g->v[ms[k]]));
+        td(out, bare(g->v[REPORT_M_CALLS], 0));
+        td(out, bare(g->v[REPORT_M_TOTAL_TOKENS], 0));
+        td(out, bare(g->v[REPORT_M_TTFT_P95], 0));
+        td(out, bare(g->v[REPORT_M_LATENCY_P95], 0));
+        td(out, bare(g->v[REPORT_M_ERROR_RATE] * 100.0, 2));
+        td(out, bare(g->v[REPORT_M_COST_PER_1K], 4));
         g_string_append(out, "</tr>\n");
     }
     g_string_append(out, "</table></div>\n");
