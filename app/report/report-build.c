@@ -99,7 +99,9 @@ static const report_price no_price;
 static const report_price *lookup_price(report_build_ctx *b, const char *route,
                                         const char *model)
 {
-    g_string_printf(b->key, "%s\x1f%s", route, model);
+    g_string_assign(b->key, route);
+    g_string_append_c(b->key, '\x1f');
+    g_string_append(b->key, model);
     const report_price *p = g_hash_table_lookup(b->price_cache, b->key->str);
     if (!p) {
         p = report_prices_find(b->prices, route, model);

@@ -43,17 +43,22 @@ static gboolean walk_finish(read_walk *w, int rc, gboolean cb_ok, GError **error
 gboolean usage_store_time_range(usage_store *store, gint64 *first_ms, gint64 *last_ms,
                                 gboolean *any, GError **error)
 {
+    /* Two statements: SQLite answers a lone min() or max() from the index
+     * in O(log n) but scans the whole index when both share a query. */
+    static const char *const sql[2] = {"SELECT min(start_ms) FROM requests",
+                                       "SELECT max(start_ms) FROM requests"};
+    gint64 *out[2] = {first_ms, last_ms};
+    gboolean ok = TRUE;
     g_mutex_lock(&store->db_lock);
-    read_walk w;
-    gboolean ok = walk_prepare(&w, store,
-                               "SELECT min(start_ms), max(start_ms) FROM requests",
-                               "reading the time range", error);
-    if (ok) {
+    for (int i = 0; i < 2 && ok; i++) {
+        read_walk w;
+        ok = walk_prepare(&w, store, sql[i], "reading the time range", error);
+        if (!ok)
+            break;
         int rc = sqlite3_step(w.st);
         if (rc == SQLITE_ROW) {
             *any = sqlite3_column_type(w.st, 0) != SQLITE_NULL;
-            *first_ms = sqlite3_column_int64(w.st, 0);
-            *last_ms = sqlite3_column_int64(w.st, 1);
+            *out[i] = sqlite3_column_int64(w.st, 0);
             rc = SQLITE_DONE;
         }
         ok = walk_finish(&w, rc, TRUE, error);
@@ -113,15 +118,14 @@ gboolean usage_store_each_hour(usage_store *store, gint64 from_hour, gint64 to_h
             cb_ok = FALSE;
             break;
         }
-        g_autofree char *what = g_strdup_printf("%s: hourly roll-up of hour %" G_GINT64_FORMAT,
-                                                store->path, rec.utc_hour);
-        cb_ok = usage_hist_decode(sqlite3_column_blob(st, 15),
-                                  (gsize)sqlite3_column_bytes(st, 15), ttft, &rec.n_ttft,
-                                  what, error) &&
-                usage_hist_decode(sqlite3_column_blob(st, 16),
-                                  (gsize)sqlite3_column_bytes(st, 16), total, &rec.n_total,
-                                  what, error) &&
-                fn(&rec, user_data, error);
+        gboolean decoded =
+            usage_hist_decode(sqlite3_column_blob(st, 15), (gsize)sqlite3_column_bytes(st, 15),
+                              ttft, &rec.n_ttft, store->path, error) &&
+            usage_hist_decode(sqlite3_column_blob(st, 16), (gsize)sqlite3_column_bytes(st, 16),
+                              total, &rec.n_total, store->path, error);
+        if (!decoded)
+            g_prefix_error(error, "hourly roll-up of hour %" G_GINT64_FORMAT ": ", rec.utc_hour);
+        cb_ok = decoded && fn(&rec, user_data, error);
     }
     ok = walk_finish(&w, rc, cb_ok, error);
     g_free(ttft);

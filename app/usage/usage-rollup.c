@@ -5,8 +5,8 @@
  * model, route, caller, client): sums via usage_sums_add_row() and the
  * latency bucket of every ok row. Then, per group, it reads the existing
  * hourly row (if any), adds the sums, merges the bucket counts into the
- * stored blobs and writes the row back — one SELECT and one INSERT/UPDATE
- * per group, not per request, which is what keeps the per-insert cost low
+ * stored blobs and writes the row back — one SELECT and one INSERT OR
+ * REPLACE per group, not per request, which is what keeps the per-insert cost low
  * (docs/benchmarks.md, "Weekly report").
  */
 #include "usage-store-private.h"
@@ -174,30 +174,28 @@ static gboolean flush_group(usage_rollup *r, usage_store *store, rollup_group *g
     }
     gboolean exists = rc == SQLITE_ROW;
     usage_sums sums = g->sums;
-    gint64 id = 0;
     guint8 *ttft = NULL, *total = NULL;
     gsize ttft_len = 0, total_len = 0;
     gboolean ok;
     if (exists) {
-        id = sqlite3_column_int64(sel, 0);
         usage_sums old = {
-            .calls = sqlite3_column_int64(sel, 1),
-            .errors = sqlite3_column_int64(sel, 2),
-            .prompt_tokens = sqlite3_column_int64(sel, 3),
-            .cached_tokens = sqlite3_column_int64(sel, 4),
-            .completion_tokens = sqlite3_column_int64(sel, 5),
-            .busy_ms = sqlite3_column_int64(sel, 6),
-            .busy_ms_unmeasured = sqlite3_column_int64(sel, 7),
-            .energy_wms = sqlite3_column_double(sel, 8),
-            .decode_tokens = sqlite3_column_int64(sel, 9),
-            .decode_s = sqlite3_column_double(sel, 10),
+            .calls = sqlite3_column_int64(sel, 0),
+            .errors = sqlite3_column_int64(sel, 1),
+            .prompt_tokens = sqlite3_column_int64(sel, 2),
+            .cached_tokens = sqlite3_column_int64(sel, 3),
+            .completion_tokens = sqlite3_column_int64(sel, 4),
+            .busy_ms = sqlite3_column_int64(sel, 5),
+            .busy_ms_unmeasured = sqlite3_column_int64(sel, 6),
+            .energy_wms = sqlite3_column_double(sel, 7),
+            .decode_tokens = sqlite3_column_int64(sel, 8),
+            .decode_s = sqlite3_column_double(sel, 9),
         };
         /* Old first, then the batch: the order a full rebuild adds them in. */
         usage_sums_add(&old, &sums);
         sums = old;
-        ok = merge_blob(r, store, sqlite3_column_blob(sel, 11), sqlite3_column_bytes(sel, 11),
+        ok = merge_blob(r, store, sqlite3_column_blob(sel, 10), sqlite3_column_bytes(sel, 10),
                         g->ttft_buckets, &ttft, &ttft_len, error) &&
-             merge_blob(r, store, sqlite3_column_blob(sel, 12), sqlite3_column_bytes(sel, 12),
+             merge_blob(r, store, sqlite3_column_blob(sel, 11), sqlite3_column_bytes(sel, 11),
                         g->total_buckets, &total, &total_len, error);
     } else {
         ok = merge_blob(r, store, NULL, 0, g->ttft_buckets, &ttft, &ttft_len, error) &&
@@ -209,26 +207,16 @@ static gboolean flush_group(usage_rollup *r, usage_store *store, rollup_group *g
         g_free(total);
         return FALSE;
     }
-    sqlite3_stmt *w;
-    if (exists) {
-        w = store->upd_hour;
-        sqlite3_reset(w);
-        bind_sums(w, 1, &sums);
-        bind_blob(w, 11, ttft, ttft_len);
-        bind_blob(w, 12, total, total_len);
-        sqlite3_bind_int64(w, 13, id);
-    } else {
-        w = store->ins_hour;
-        sqlite3_reset(w);
-        sqlite3_bind_int64(w, 1, g->hour);
-        sqlite3_bind_text(w, 2, g->model, -1, SQLITE_STATIC);
-        sqlite3_bind_text(w, 3, g->route, -1, SQLITE_STATIC);
-        sqlite3_bind_text(w, 4, g->caller, -1, SQLITE_STATIC);
-        sqlite3_bind_text(w, 5, g->client, -1, SQLITE_STATIC);
-        bind_sums(w, 6, &sums);
-        bind_blob(w, 16, ttft, ttft_len);
-        bind_blob(w, 17, total, total_len);
-    }
+    sqlite3_stmt *w = store->put_hour;
+    sqlite3_reset(w);
+    sqlite3_bind_int64(w, 1, g->hour);
+    sqlite3_bind_text(w, 2, g->model, -1, SQLITE_STATIC);
+    sqlite3_bind_text(w, 3, g->route, -1, SQLITE_STATIC);
+    sqlite3_bind_text(w, 4, g->caller, -1, SQLITE_STATIC);
+    sqlite3_bind_text(w, 5, g->client, -1, SQLITE_STATIC);
+    bind_sums(w, 6, &sums);
+    bind_blob(w, 16, ttft, ttft_len);
+    bind_blob(w, 17, total, total_len);
     rc = sqlite3_step(w);
     sqlite3_reset(w);
     sqlite3_clear_bindings(w);  /* drop the blobs (bound with g_free) now */

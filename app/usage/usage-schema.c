@@ -47,8 +47,10 @@ static const char schema_v2[] =
     "DROP INDEX requests_start;"
     "CREATE INDEX requests_start_total ON requests(start_ms, total_ms);"
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    /* WITHOUT ROWID: rows are stored in key order, so the report's scan
+     * of an hour range reads them sequentially, and a row is small (its two
+     * histogram blobs average ~20 bytes). */
     "CREATE TABLE hourly ("
-    "  id INTEGER PRIMARY KEY,"
     "  utc_hour INTEGER NOT NULL,"          /* start_ms / 3600000 */
     "  model TEXT NOT NULL,"
     "  route TEXT NOT NULL,"
@@ -66,7 +68,7 @@ static const char schema_v2[] =
     "  decode_s REAL NOT NULL,"
     "  ttft_hist BLOB,"                     /* usage-hist.h varint pairs */
     "  total_hist BLOB,"
-    "  UNIQUE (utc_hour, model, route, caller, client));";
+    "  PRIMARY KEY (utc_hour, model, route, caller, client)) WITHOUT ROWID;";
 
 static gboolean read_version(usage_store *store, int *version, GError **error)
 {
@@ -218,20 +220,16 @@ gboolean usage_store_prepare_writes(usage_store *store, GError **error)
     static const char *const sql[] = {
         "INSERT INTO requests (" USAGE_ROW_COLUMNS ") VALUES "
         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        "SELECT id, calls, errors, prompt_tokens, cached_tokens, completion_tokens, "
+        "SELECT calls, errors, prompt_tokens, cached_tokens, completion_tokens, "
         "busy_ms, busy_ms_unmeasured, energy_wms, decode_tokens, decode_s, "
         "ttft_hist, total_hist FROM hourly "
         "WHERE utc_hour = ? AND model = ? AND route = ? AND caller = ? AND client = ?",
-        "INSERT INTO hourly (utc_hour, model, route, caller, client, calls, errors, "
-        "prompt_tokens, cached_tokens, completion_tokens, busy_ms, busy_ms_unmeasured, "
-        "energy_wms, decode_tokens, decode_s, ttft_hist, total_hist) "
+        "INSERT OR REPLACE INTO hourly (utc_hour, model, route, caller, client, calls, "
+        "errors, prompt_tokens, cached_tokens, completion_tokens, busy_ms, "
+        "busy_ms_unmeasured, energy_wms, decode_tokens, decode_s, ttft_hist, total_hist) "
         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        "UPDATE hourly SET calls = ?, errors = ?, prompt_tokens = ?, cached_tokens = ?, "
-        "completion_tokens = ?, busy_ms = ?, busy_ms_unmeasured = ?, energy_wms = ?, "
-        "decode_tokens = ?, decode_s = ?, ttft_hist = ?, total_hist = ? WHERE id = ?",
     };
-    sqlite3_stmt **out[] = {&store->ins_row, &store->sel_hour, &store->ins_hour,
-                            &store->upd_hour};
+    sqlite3_stmt **out[] = {&store->ins_row, &store->sel_hour, &store->put_hour};
     for (guint i = 0; i < G_N_ELEMENTS(sql); i++) {
         int rc = sqlite3_prepare_v3(store->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT,
                                     out[i], NULL);

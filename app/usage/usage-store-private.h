@@ -28,8 +28,7 @@ struct usage_store {
     /* Prepared on the writer's side (NULL when read-only). */
     sqlite3_stmt *ins_row;
     sqlite3_stmt *sel_hour;
-    sqlite3_stmt *ins_hour;
-    sqlite3_stmt *upd_hour;
+    sqlite3_stmt *put_hour;  /* INSERT OR REPLACE */
 
     /* Append queue, guarded by q_lock. seq_* count rows ever queued and
      * committed; a flush waits for seq_committed to reach its target. */

@@ -279,8 +279,7 @@ static void store_free(usage_store *store)
 {
     sqlite3_finalize(store->ins_row);
     sqlite3_finalize(store->sel_hour);
-    sqlite3_finalize(store->ins_hour);
-    sqlite3_finalize(store->upd_hour);
+    sqlite3_finalize(store->put_hour);
     if (store->db)
         sqlite3_close(store->db);
     if (store->queue)
@@ -313,7 +312,8 @@ usage_store *usage_store_open(const char *path, usage_store_flags flags, GError 
         store_free(store);
         return NULL;
     }
-    int oflags = SQLITE_OPEN_FULLMUTEX |
+    /* NOMUTEX: every use of the connection is serialised by db_lock. */
+    int oflags = SQLITE_OPEN_NOMUTEX |
                  (store->read_only ? SQLITE_OPEN_READONLY
                                    : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
     int rc = sqlite3_open_v2(path, &store->db, oflags, NULL);
