@@ -10,8 +10,11 @@
 #include "report.h"
 #include "usage-pg.h"
 
+#include <errno.h>
+#include <glib/gstdio.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *const formats[] = {"md", "csv", "json", "html"};
 
@@ -20,6 +23,27 @@ static int fail(GError *err)
     fprintf(stderr, "moedesk-cli report: %s\n", err->message);
     g_error_free(err);
     return 1;
+}
+
+/*
+ * Write the report. A regular file (or a new one) is replaced atomically, so
+ * a reader never sees half a report; anything else that already exists — a
+ * device such as /dev/null, a FIFO, a symlink — is written through in
+ * place, never replaced.
+ */
+static gboolean write_output(const char *path, const char *text, GError **error)
+{
+    GStatBuf st;
+    if (g_lstat(path, &st) != 0 || S_ISREG(st.st_mode))
+        return g_file_set_contents(path, text, -1, error);
+    FILE *f = g_fopen(path, "w");
+    gboolean ok = f && fputs(text, f) != EOF;
+    if (f && fclose(f) != 0)
+        ok = FALSE;
+    if (!ok)
+        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "%s: cannot write: %s", path,
+                    g_strerror(errno));
+    return ok;
 }
 
 static int weekly(int argc, char **argv)
@@ -114,7 +138,7 @@ static int weekly(int argc, char **argv)
     if (!text) {
         status = fail(err);
     } else if (output) {
-        if (!g_file_set_contents(output, text, -1, &err))
+        if (!write_output(output, text, &err))
             status = fail(err);
     } else if (fputs(text, stdout) == EOF || fflush(stdout) != 0) {
         fprintf(stderr, "moedesk-cli report: writing to stdout failed\n");

@@ -4,7 +4,7 @@ the JSON:
 
 - Markdown has every section of the weekly template; the "Next week" text a
   user wrote survives a rewrite of the same file (and the placeholder comes
-  back when the section is empty);
+  back when the section is empty); -o onto a symlink writes through it;
 - HTML is well formed (every non-void tag closed, in order), holds the four
   SVG charts (calls and tokens as bars, TTFT P95 and cost per 1k as lines)
   with one bar/point per week, and headless Chromium renders it to a
@@ -128,6 +128,13 @@ def main():
             fails.append("markdown: the user's Next week text was not kept")
         if md2.count("## Next week") != 1:
             fails.append("markdown: Next week section duplicated")
+        # -o onto a symlink writes through it; the link stays a link.
+        real, link = os.path.join(tmp, "real.md"), os.path.join(tmp, "link.md")
+        open(real, "w").write("old\n")
+        os.symlink(real, link)
+        report("md", link)
+        if not os.path.islink(link) or "## Totals and week over week" not in open(real).read():
+            fails.append("markdown -o SYMLINK should write through the link, not replace it")
         stdout_md = report("md")
         if "<!-- Plans and actions" not in stdout_md:
             fails.append("markdown to stdout should carry the placeholder")
