@@ -62,6 +62,7 @@ static int weekly(int argc, char **argv)
         {"prices", 0, 0, G_OPTION_ARG_FILENAME, &prices_path, "User price file (default: config dir's prices.json)", "FILE"},
         {NULL},
     };
+    g_set_prgname("moedesk-cli report weekly");
     g_autoptr(GOptionContext) ctx = g_option_context_new("- weekly adoption and cost report");
     g_option_context_add_main_entries(ctx, entries, NULL);
     GError *err = NULL;

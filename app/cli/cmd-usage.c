@@ -62,6 +62,7 @@ static int import_csv(int argc, char **argv)
         {"db", 0, 0, G_OPTION_ARG_FILENAME, &db, "Usage database (default: the data dir's)", "FILE"},
         {NULL},
     };
+    g_set_prgname("moedesk-cli usage import-csv");
     g_autoptr(GOptionContext) ctx = g_option_context_new("FILE - import a CSV request log");
     g_option_context_add_main_entries(ctx, entries, NULL);
     if (!parse(ctx, &argc, &argv, "import-csv"))
@@ -147,6 +148,7 @@ static int export_pg(int argc, char **argv)
         {"interval", 0, 0, G_OPTION_ARG_INT, &interval, "Seconds between passes (default 10)", "SECONDS"},
         {NULL},
     };
+    g_set_prgname("moedesk-cli usage export");
     g_autoptr(GOptionContext) ctx = g_option_context_new("- export usage rows to PostgreSQL");
     g_option_context_add_main_entries(ctx, entries, NULL);
     if (!parse(ctx, &argc, &argv, "export"))
