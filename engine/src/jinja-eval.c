@@ -242,6 +242,7 @@ static moe_status bind_params(jj_ctx *ctx, jj_node *const *params, size_t n_para
         if (!used_kw[k] && (st = jj_dict_set_str(ctx, kwargs.u.d, args->kw_names[k], args->kw_lens[k],
                                                  args->kw_vals[k])) != MOE_OK)
             return st;
+    varargs.flags = JJ_F_TUPLE;
     if ((st = scope_set(ctx, msc, "varargs", 7, varargs)) != MOE_OK)
         return st;
     return scope_set(ctx, msc, "kwargs", 6, kwargs);
@@ -346,7 +347,7 @@ static bool is_num(jj_value v)
 
 static int64_t as_i(jj_value v)
 {
-    return v.type == JJ_INT ? v.u.i : (int64_t)v.u.b;
+    return v.type == JJ_INT ? v.u.i : v.type == JJ_BOOL ? (int64_t)v.u.b : 0;
 }
 
 static double as_f(jj_value v)
@@ -405,8 +406,10 @@ static moe_status concat_seq(jj_ctx *ctx, jj_value a, jj_value b, jj_value *out)
     jj_value r = jj_new_list(ctx, a.u.l->n + b.u.l->n);
     if (r.type != JJ_LIST)
         return ctx->status;
-    memcpy(r.u.l->items, a.u.l->items, a.u.l->n * sizeof(jj_value));
-    memcpy(r.u.l->items + a.u.l->n, b.u.l->items, b.u.l->n * sizeof(jj_value));
+    if (a.u.l->n) /* items is NULL for an empty list */
+        memcpy(r.u.l->items, a.u.l->items, a.u.l->n * sizeof(jj_value));
+    if (b.u.l->n)
+        memcpy(r.u.l->items + a.u.l->n, b.u.l->items, b.u.l->n * sizeof(jj_value));
     r.u.l->n = a.u.l->n + b.u.l->n;
     r.flags = a.flags;
     *out = r;
@@ -437,7 +440,7 @@ static moe_status repeat_seq(jj_ctx *ctx, jj_value s, int64_t times, jj_value *o
     jj_value r = jj_new_list(ctx, n);
     if (r.type != JJ_LIST)
         return ctx->status;
-    for (int64_t k = 0; k < times; k++)
+    for (int64_t k = 0; k < times && s.u.l->n; k++)
         memcpy(r.u.l->items + (size_t)k * s.u.l->n, s.u.l->items, s.u.l->n * sizeof(jj_value));
     r.u.l->n = n;
     r.flags = s.flags;

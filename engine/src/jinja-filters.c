@@ -18,6 +18,7 @@
 #include "util.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -817,8 +818,18 @@ moe_status jj_apply_filter(jj_ctx *ctx, int id, jj_value v, const jj_args *a, jj
         if (prec < -300 || prec > 300)
             return jj_fail(ctx, MOE_ERR_RANGE, "round: precision out of range");
         double scale = pow(10.0, (double)prec);
-        if (jj_is_str(method, "common"))
-            d = nearbyint(d * scale) / scale; /* Python rounds halves to even */
+        if (jj_is_str(method, "common") && prec >= 0 && prec <= 40 && isfinite(d)) {
+            /* Python rounds the exact binary value, halves to even (so
+             * 2.675 -> 2.67): printf's correctly rounded %.Nf does that. */
+            char tmp[400];
+            int w = snprintf(tmp, sizeof tmp, "%.*f", (int)prec, d);
+            for (int k = 0; k < w && k < (int)sizeof tmp; k++)
+                if (tmp[k] == ',')
+                    tmp[k] = '.';
+            if (w <= 0 || (size_t)w >= sizeof tmp || !moe_json_strtod(tmp, (size_t)w, &d))
+                return jj_fail(ctx, MOE_ERR_RANGE, "round: value out of range");
+        } else if (jj_is_str(method, "common"))
+            d = nearbyint(d * scale) / scale;
         else if (jj_is_str(method, "ceil"))
             d = ceil(d * scale) / scale;
         else if (jj_is_str(method, "floor"))

@@ -22,17 +22,28 @@
 
 #define NAME_IS(name, n, lit) ((n) == sizeof(lit) - 1 && memcmp((name), (lit), (n)) == 0)
 
+/* Every Python method of each type is listed, so `s.zfill` is a method
+ * here as in Python; the ones after the blank line are not implemented and
+ * calling them is MOE_ERR_UNSUPPORTED naming the method. */
 static const char *const k_str_methods[] = {
     "upper", "lower", "strip", "lstrip", "rstrip", "split", "rsplit", "startswith",
     "endswith", "replace", "find", "rfind", "index", "count", "format", "title",
     "capitalize", "join", "isdigit", "isalpha", "isalnum", "isspace", "isupper",
-    "islower", "splitlines", "removeprefix", "removesuffix", "casefold", NULL,
+    "islower", "splitlines", "removeprefix", "removesuffix", "casefold",
+
+    "center", "ljust", "rjust", "zfill", "expandtabs", "swapcase", "partition",
+    "rpartition", "translate", "maketrans", "encode", "isnumeric", "isdecimal",
+    "isidentifier", "isprintable", "istitle", "isascii", "rindex", "format_map", NULL,
 };
 static const char *const k_dict_methods[] = {
-    "items", "keys", "values", "get", "pop", "update", "copy", "setdefault", "clear", NULL,
+    "items", "keys", "values", "get", "pop", "update", "copy", "setdefault", "clear",
+
+    "popitem", "fromkeys", NULL,
 };
 static const char *const k_list_methods[] = {
-    "append", "pop", "extend", "insert", "index", "count", "remove", "reverse", "copy", "clear", NULL,
+    "append", "pop", "extend", "insert", "index", "count", "remove", "reverse", "copy", "clear",
+
+    "sort", NULL,
 };
 
 static bool in_table(const char *const *t, const char *name, size_t n)

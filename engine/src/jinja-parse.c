@@ -73,8 +73,19 @@ static moe_status pfail_at(parser *p, const jj_token *tok, moe_status st, const 
     return p->status;
 }
 
+static const char *const k_op_text[] = {
+    [JO_ADD] = "'+'", [JO_SUB] = "'-'", [JO_MUL] = "'*'", [JO_DIV] = "'/'", [JO_FLOORDIV] = "'//'",
+    [JO_MOD] = "'%'", [JO_POW] = "'**'", [JO_TILDE] = "'~'", [JO_EQ] = "'=='", [JO_NE] = "'!='",
+    [JO_LT] = "'<'", [JO_LE] = "'<='", [JO_GT] = "'>'", [JO_GE] = "'>='", [JO_ASSIGN] = "'='",
+    [JO_DOT] = "'.'", [JO_COMMA] = "','", [JO_COLON] = "':'", [JO_PIPE] = "'|'", [JO_SEMICOLON] = "';'",
+    [JO_LPAREN] = "'('", [JO_RPAREN] = "')'", [JO_LBRACKET] = "'['", [JO_RBRACKET] = "']'",
+    [JO_LBRACE] = "'{'", [JO_RBRACE] = "'}'",
+};
+
 static const char *tok_desc(const jj_token *t)
 {
+    if (t->kind == JT_OP && t->op < sizeof k_op_text / sizeof k_op_text[0] && k_op_text[t->op])
+        return k_op_text[t->op];
     switch (t->kind) {
     case JT_EOF: return "end of template";
     case JT_TEXT: return "template text";
@@ -461,7 +472,7 @@ static jj_node *parse_primary(parser *p)
     default:
         break;
     }
-    pfail_at(p, t, MOE_ERR_FORMAT, "unexpected %s in expression", tok_desc(t));
+    pfail_at(p, t, MOE_ERR_FORMAT, "unexpected %s in an expression", tok_desc(t));
     return NULL;
 }
 
@@ -1280,7 +1291,12 @@ static bool parse_body(parser *p, const char *const *ends, nodevec *out)
         const jj_token *t = cur(p);
         if (t->kind == JT_EOF) {
             if (ends) {
-                pfail_at(p, t, MOE_ERR_FORMAT, "unexpected end of template: expected '{%% %s %%}'", ends[0]);
+                /* Name the tag that closes the block (endif, endfor...). */
+                const char *closer = ends[0];
+                for (size_t k = 0; ends[k]; k++)
+                    if (strncmp(ends[k], "end", 3) == 0)
+                        closer = ends[k];
+                pfail_at(p, t, MOE_ERR_FORMAT, "unexpected end of template: expected '{%% %s %%}'", closer);
                 ok = false;
             }
             break;

@@ -26,6 +26,7 @@
 
 #include "moe.h"
 #include "arena.h"
+#include "util.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -271,11 +272,7 @@ struct jj_scope {
 };
 
 /* Records an error at ctx->line:col (first one wins) and returns status. */
-moe_status jj_fail(jj_ctx *ctx, moe_status status, const char *fmt, ...)
-#if defined(__GNUC__) || defined(__clang__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
+moe_status jj_fail(jj_ctx *ctx, moe_status status, const char *fmt, ...) MOE_PRINTF(3, 4);
 /* MOE_ERR_NOMEM, or MOE_ERR_RANGE when the arena budget ran out. */
 moe_status jj_oom(jj_ctx *ctx);
 /* Counts `n` steps against the budget. */

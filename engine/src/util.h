@@ -14,7 +14,13 @@
 #include <stdarg.h>
 #include <stdint.h>
 
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(__MINGW32__)
+/* mingw builds use its C99 stdio (__USE_MINGW_ANSI_STDIO), which knows
+ * %zu and %lld; the plain `printf` archetype would check against msvcrt. */
+#define MOE_PRINTF(fmt_idx, arg_idx) __attribute__((format(gnu_printf, fmt_idx, arg_idx)))
+#define MOE_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define MOE_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#elif defined(__GNUC__) || defined(__clang__)
 #define MOE_PRINTF(fmt_idx, arg_idx) __attribute__((format(printf, fmt_idx, arg_idx)))
 #define MOE_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define MOE_UNLIKELY(x) __builtin_expect(!!(x), 0)

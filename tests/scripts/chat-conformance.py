@@ -278,7 +278,9 @@ def main():
             prc, py, py_err = run(j2 + [j["template"], j["context"]])
             if prc != 0 and "SecurityError" in py_err:
                 prc, py, py_err = run(j2 + ["--mutable", j["template"], j["context"]])
-            if (prc == 0) != (rc == 0) or (rc == 0 and py != ours):
+            if prc != 0 and "No filter named 'from_json'" in py_err and rc == 0:
+                pass  # libmoe's from_json extension; transformers lacks it
+            elif (prc == 0) != (rc == 0) or (rc == 0 and py != ours):
                 rec["bad"].append(f"{cname}: differs from Python Jinja2 ({py_err or 'output'})")
         if ref is None:
             frag = lookup(REFERENCE_FAILS, t, cname)

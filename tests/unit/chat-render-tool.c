@@ -18,6 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32
+#include <fcntl.h>
+#include <io.h>
+#endif
 
 static char *read_file(const char *path, size_t *len)
 {
@@ -75,6 +79,9 @@ int main(int argc, char **argv)
     }
     int rc = 0;
     if (st == MOE_OK) {
+#ifdef _WIN32
+        _setmode(_fileno(stdout), _O_BINARY); /* the prompt's bytes, not CRLF */
+#endif
         fwrite(out, 1, out_len, stdout);
     } else {
         fprintf(stderr, "error: %s: %s\n", moe_status_str(st), err.msg);
