@@ -373,8 +373,8 @@ int64_t    moe_detok_flush(moe_detok *d, char *out, size_t cap);
  * Rendering is bounded: more than 16 MiB of output, 256 MiB of working
  * memory, 20 million evaluation steps or 300 levels of nesting/recursion
  * is MOE_ERR_RANGE, so a hostile template cannot hang or crash the
- * process. A parsed template is immutable: several threads may render it
- * at once. */
+ * process (the deepest render needs under 256 KiB of stack). A parsed
+ * template is immutable: several threads may render it at once. */
 
 /* One chat message. Strings are UTF-8 and NUL-terminated. */
 typedef struct moe_chat_msg {

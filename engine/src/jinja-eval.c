@@ -540,12 +540,14 @@ static moe_status binop(jj_ctx *ctx, int op, jj_value a, jj_value b, jj_value *o
         return MOE_OK;
     }
     if (op == JO_ADD && ((a.type == JJ_STR && b.type == JJ_STR) ||
-                         (a.type == JJ_LIST && b.type == JJ_LIST && a.flags == b.flags && !(a.flags & JJ_F_GEN))))
+                         (a.type == JJ_LIST && b.type == JJ_LIST && a.flags == b.flags &&
+                          !(a.flags & (JJ_F_GEN | JJ_F_RANGE)))))
         return concat_seq(ctx, a, b, out);
     if (op == JO_MUL) {
-        if ((a.type == JJ_STR || (a.type == JJ_LIST && !(a.flags & JJ_F_GEN))) && (b.type == JJ_INT || b.type == JJ_BOOL))
+        const uint8_t lazy = JJ_F_GEN | JJ_F_RANGE;
+        if ((a.type == JJ_STR || (a.type == JJ_LIST && !(a.flags & lazy))) && (b.type == JJ_INT || b.type == JJ_BOOL))
             return repeat_seq(ctx, a, as_i(b), out);
-        if ((b.type == JJ_STR || (b.type == JJ_LIST && !(b.flags & JJ_F_GEN))) && (a.type == JJ_INT || a.type == JJ_BOOL))
+        if ((b.type == JJ_STR || (b.type == JJ_LIST && !(b.flags & lazy))) && (a.type == JJ_INT || a.type == JJ_BOOL))
             return repeat_seq(ctx, b, as_i(a), out);
     }
     if (op == JO_MOD && a.type == JJ_STR)
@@ -811,6 +813,16 @@ static moe_status assign(jj_ctx *ctx, const jj_node *target, jj_value v, jj_scop
     return bind_target(ctx, target, v, sc);
 }
 
+/* Empties an iteration scope for reuse: Jinja2 starts every iteration of a
+ * loop body afresh, so a `set` in one iteration is not seen by the next
+ * (the outer value is), and nothing set in the body survives the loop. */
+static void scope_reset(jj_scope *s)
+{
+    s->vars.n = 0;
+    s->vars.slots = NULL;
+    s->vars.n_slots = 0;
+}
+
 static moe_status exec_for(jj_ctx *ctx, const jj_node *n, jj_scope *sc)
 {
     jj_value seq;
@@ -834,6 +846,7 @@ static moe_status exec_for(jj_ctx *ctx, const jj_node *n, jj_scope *sc)
         size_t k = 0;
         for (size_t i = 0; i < count; i++) {
             jj_value c;
+            scope_reset(lsc);
             if ((st = jj_step(ctx, 1)) != MOE_OK || (st = bind_target(ctx, n->a, items[i], lsc)) != MOE_OK ||
                 (st = eval(ctx, n->c, lsc, &c)) != MOE_OK)
                 return st;
@@ -846,16 +859,16 @@ static moe_status exec_for(jj_ctx *ctx, const jj_node *n, jj_scope *sc)
     jj_loop *lp = jj_alloc(ctx, sizeof *lp);
     if (!lp)
         return ctx->status;
+    memset(lp, 0, sizeof *lp);
     lp->items = items;
     lp->n = count;
-    lp->i = 0;
     jj_value loopv = {.type = JJ_LOOP};
     loopv.u.loop = lp;
-    if ((st = scope_set(ctx, lsc, "loop", 4, loopv)) != MOE_OK)
-        return st;
     for (size_t i = 0; i < count; i++) {
         lp->i = i;
-        if ((st = jj_step(ctx, 1)) != MOE_OK || (st = bind_target(ctx, n->a, items[i], lsc)) != MOE_OK)
+        scope_reset(lsc);
+        if ((st = jj_step(ctx, 1)) != MOE_OK || (st = scope_set(ctx, lsc, "loop", 4, loopv)) != MOE_OK ||
+            (st = bind_target(ctx, n->a, items[i], lsc)) != MOE_OK)
             return st;
         st = exec_body(ctx, n->kids, n->n_kids, lsc);
         if (st != MOE_OK)
@@ -866,8 +879,10 @@ static moe_status exec_for(jj_ctx *ctx, const jj_node *n, jj_scope *sc)
         }
         ctx->ctl = JJ_CTL_NONE;
     }
-    if (count == 0 && n->n_kids2)
+    if (count == 0 && n->n_kids2) {
+        scope_reset(lsc);
         return exec_body(ctx, n->kids2, n->n_kids2, lsc);
+    }
     return MOE_OK;
 }
 

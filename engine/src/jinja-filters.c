@@ -1,9 +1,8 @@
 /*
- * jinja-filters.c — the `|filter` and `is test` functions, and JSON to
- * template values (for `from_json` and the chat API).
+ * jinja-filters.c — the `|filter` functions (tests are in jinja-tests.c).
  *
- * Names resolve to ids when the template is parsed (an unknown filter or
- * test is an error there, as in Jinja2). Behaviour is Jinja2 3.1's with
+ * Names resolve to ids when the template is parsed (an unknown filter is
+ * an error there, as in Jinja2). Behaviour is Jinja2 3.1's with
  * transformers' tojson: case-insensitive sort/unique/min/max/dictsort by
  * default, `default` replacing only Undefined unless boolean=true, `int`
  * reading "42.5" as 42, `safe` and `string` making strings. Filters that
@@ -27,6 +26,7 @@ enum {
     F_FORMAT, F_FROM_JSON, F_INDENT, F_INT, F_ITEMS, F_JOIN, F_LAST, F_LENGTH, F_LIST, F_LOWER, F_MAP,
     F_MAX, F_MIN, F_REJECT, F_REJECTATTR, F_REPLACE, F_REVERSE, F_ROUND, F_SAFE, F_SELECT,
     F_SELECTATTR, F_SORT, F_STRING, F_SUM, F_TITLE, F_TOJSON, F_TRIM, F_UNIQUE, F_UPPER, F_WORDCOUNT,
+    F_CENTER, F_TRUNCATE, F_SLICE,
 };
 
 static const struct {
@@ -43,29 +43,8 @@ static const struct {
     {"reverse", F_REVERSE}, {"round", F_ROUND}, {"safe", F_SAFE}, {"select", F_SELECT},
     {"selectattr", F_SELECTATTR}, {"sort", F_SORT}, {"string", F_STRING}, {"sum", F_SUM},
     {"title", F_TITLE}, {"tojson", F_TOJSON}, {"trim", F_TRIM}, {"unique", F_UNIQUE},
-    {"upper", F_UPPER}, {"wordcount", F_WORDCOUNT},
-};
-
-enum {
-    T_BOOLEAN, T_CALLABLE, T_DEFINED, T_DIVISIBLEBY, T_EQ, T_ESCAPED, T_EVEN, T_FALSE, T_FILTER,
-    T_FLOAT, T_GE, T_GT, T_IN, T_INTEGER, T_ITERABLE, T_LE, T_LOWER, T_LT, T_MAPPING, T_NE, T_NONE,
-    T_NUMBER, T_ODD, T_SAMEAS, T_SEQUENCE, T_STRING, T_TEST, T_TRUE, T_UNDEFINED, T_UPPER,
-};
-
-static const struct {
-    const char *name;
-    int         id;
-} k_tests[] = {
-    {"boolean", T_BOOLEAN}, {"callable", T_CALLABLE}, {"defined", T_DEFINED},
-    {"divisibleby", T_DIVISIBLEBY}, {"eq", T_EQ}, {"equalto", T_EQ}, {"==", T_EQ},
-    {"escaped", T_ESCAPED}, {"even", T_EVEN}, {"false", T_FALSE}, {"filter", T_FILTER},
-    {"float", T_FLOAT}, {"ge", T_GE}, {">=", T_GE}, {"gt", T_GT}, {">", T_GT},
-    {"greaterthan", T_GT}, {"in", T_IN}, {"integer", T_INTEGER}, {"iterable", T_ITERABLE},
-    {"le", T_LE}, {"<=", T_LE}, {"lower", T_LOWER}, {"lt", T_LT}, {"<", T_LT},
-    {"lessthan", T_LT}, {"mapping", T_MAPPING}, {"ne", T_NE}, {"!=", T_NE}, {"none", T_NONE},
-    {"number", T_NUMBER}, {"odd", T_ODD}, {"sameas", T_SAMEAS}, {"sequence", T_SEQUENCE},
-    {"string", T_STRING}, {"test", T_TEST}, {"true", T_TRUE}, {"undefined", T_UNDEFINED},
-    {"upper", T_UPPER},
+    {"upper", F_UPPER}, {"wordcount", F_WORDCOUNT}, {"center", F_CENTER}, {"truncate", F_TRUNCATE},
+    {"slice", F_SLICE},
 };
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -84,14 +63,6 @@ const char *jj_filter_name(int id)
         if (k_filters[i].id == id)
             return k_filters[i].name;
     return "?";
-}
-
-int jj_test_lookup(const char *name, size_t n)
-{
-    for (size_t i = 0; i < COUNT_OF(k_tests); i++)
-        if (strlen(k_tests[i].name) == n && memcmp(k_tests[i].name, name, n) == 0)
-            return k_tests[i].id;
-    return -1;
 }
 
 /* ---- helpers ------------------------------------------------------------------- */
@@ -470,6 +441,16 @@ static bool parse_float_str(jj_value s, double *out)
     return moe_json_strtod(tmp, n, out);
 }
 
+static moe_status binop_concat_str(jj_ctx *ctx, jj_value a, jj_value b, jj_value *out)
+{
+    jj_buf buf = {0};
+    moe_status st = jj_buf_append(ctx, &buf, a.u.s.p, a.u.s.n);
+    if (st == MOE_OK)
+        st = jj_buf_append(ctx, &buf, b.u.s.p, b.u.s.n);
+    *out = jj_buf_value(&buf);
+    return st;
+}
+
 /* ---- filters --------------------------------------------------------------------- */
 
 moe_status jj_apply_filter(jj_ctx *ctx, int id, jj_value v, const jj_args *a, jj_value *out)
@@ -811,7 +792,28 @@ moe_status jj_apply_filter(jj_ctx *ctx, int id, jj_value v, const jj_args *a, jj
         if (!is_num(v))
             return jj_fail(ctx, MOE_ERR_INVALID_ARG, "round: expected a number, got %s", jj_type_name(v));
         if (v.type != JJ_FLOAT && jj_is_str(method, "common")) {
-            *out = jj_int(v.type == JJ_INT ? v.u.i : v.u.b);
+            /* int: round(i, p) stays an int; p < 0 rounds to 10**-p,
+             * halves to even as Python does */
+            int64_t i = v.type == JJ_INT ? v.u.i : v.u.b;
+            if (prec < 0) {
+                int64_t unit = 1;
+                for (int64_t k = 0; k < -prec && unit <= INT64_MAX / 10; k++)
+                    unit *= 10;
+                if (-prec > 18) {
+                    i = 0;
+                } else {
+                    int64_t q = i / unit, r = i % unit;
+                    if (r < 0) {
+                        q--;
+                        r += unit;
+                    }
+                    if (2 * r > unit || (2 * r == unit && (q & 1)))
+                        q++;
+                    if (__builtin_mul_overflow(q, unit, &i))
+                        return jj_fail(ctx, MOE_ERR_UNSUPPORTED, "unsupported construct: integer beyond 64 bits");
+                }
+            }
+            *out = jj_int(i);
             return MOE_OK;
         }
         double d = v.type == JJ_FLOAT ? v.u.f : v.type == JJ_INT ? (double)v.u.i : (double)v.u.b;
@@ -945,6 +947,94 @@ moe_status jj_apply_filter(jj_ctx *ctx, int id, jj_value v, const jj_args *a, jj
         *out = gen_list(*out);
         return MOE_OK;
     }
+    case F_CENTER: {
+        /* Python's str.center: the odd space goes left when width is odd */
+        int64_t width = 80;
+        if (jj_arg(a, 0, "width", &x) && x.type == JJ_INT)
+            width = x.u.i;
+        if ((st = jj_to_str(ctx, v, &s)) != MOE_OK)
+            return st;
+        int64_t len = (int64_t)jj_utf8_len(s.u.s.p, s.u.s.n);
+        if (width <= len) {
+            *out = s;
+            return MOE_OK;
+        }
+        if (width > 1 << 20)
+            return jj_fail(ctx, MOE_ERR_RANGE, "center: width %lld too large", (long long)width);
+        int64_t marg = width - len, left = marg / 2 + (marg & width & 1);
+        jj_buf b = {0};
+        for (int64_t k = 0; k < marg && st == MOE_OK; k++) {
+            if (k == left)
+                st = jj_buf_append(ctx, &b, s.u.s.p, s.u.s.n);
+            if (st == MOE_OK)
+                st = jj_buf_append(ctx, &b, " ", 1);
+        }
+        if (st == MOE_OK && left == marg)
+            st = jj_buf_append(ctx, &b, s.u.s.p, s.u.s.n);
+        *out = jj_buf_value(&b);
+        return st;
+    }
+    case F_TRUNCATE: {
+        /* Jinja2: keep s when len(s) <= length + leeway (5); else cut to
+         * length - len(end), at a word boundary unless killwords. */
+        int64_t length = 255, leeway = 5;
+        bool killwords;
+        jj_value end = jj_str("...", 3);
+        if (jj_arg(a, 0, "length", &x) && x.type == JJ_INT)
+            length = x.u.i;
+        bool_arg(ctx, a, 1, "killwords", false, &killwords);
+        if (jj_arg(a, 2, "end", &y) && (st = jj_to_str(ctx, y, &end)) != MOE_OK)
+            return st;
+        if (jj_arg(a, 3, "leeway", &x) && x.type == JJ_INT)
+            leeway = x.u.i;
+        if ((st = jj_to_str(ctx, v, &s)) != MOE_OK)
+            return st;
+        int64_t end_len = (int64_t)jj_utf8_len(end.u.s.p, end.u.s.n);
+        if (length < end_len || leeway < 0)
+            return jj_fail(ctx, MOE_ERR_INVALID_ARG, "truncate: length must be >= len(end), leeway >= 0");
+        if ((int64_t)jj_utf8_len(s.u.s.p, s.u.s.n) <= length + leeway) {
+            *out = s;
+            return MOE_OK;
+        }
+        size_t cut = jj_utf8_offset(s.u.s.p, s.u.s.n, (size_t)(length - end_len));
+        if (!killwords) {
+            for (size_t k = cut; k-- > 0;)
+                if (s.u.s.p[k] == ' ') {
+                    cut = k;
+                    break;
+                }
+        }
+        jj_value head = jj_str(s.u.s.p, cut);
+        return binop_concat_str(ctx, head, end, out);
+    }
+    case F_SLICE: {
+        /* Jinja2's slice: `slices` columns, the first len % slices one
+         * longer, the rest padded with fill_with when given. */
+        if (!jj_arg(a, 0, "slices", &x) || x.type != JJ_INT || x.u.i <= 0 || x.u.i > 1000000)
+            return jj_fail(ctx, MOE_ERR_INVALID_ARG, "slice() needs a positive number of slices");
+        bool fill = jj_arg(a, 1, "fill_with", &y) && y.type != JJ_NONE;
+        if ((st = jj_iterate(ctx, v, &items, &n)) != MOE_OK || (st = new_list(ctx, 0, out)) != MOE_OK ||
+            (st = jj_step(ctx, n + (size_t)x.u.i)) != MOE_OK)
+            return st;
+        size_t slices = (size_t)x.u.i, per = n / slices, extra = n % slices, offset = 0;
+        for (size_t k = 0; k < slices; k++) {
+            size_t start = offset + k * per;
+            if (k < extra)
+                offset++;
+            size_t stop = offset + (k + 1) * per;
+            jj_value col;
+            if ((st = new_list(ctx, stop - start + 1, &col)) != MOE_OK)
+                return st;
+            for (size_t i = start; i < stop; i++)
+                col.u.l->items[col.u.l->n++] = items[i];
+            if (fill && k >= extra)
+                col.u.l->items[col.u.l->n++] = y;
+            if ((st = jj_list_push(ctx, out->u.l, col)) != MOE_OK)
+                return st;
+        }
+        *out = gen_list(*out);
+        return MOE_OK;
+    }
     case F_WORDCOUNT: {
         if ((st = jj_to_str(ctx, v, &s)) != MOE_OK)
             return st;
@@ -967,184 +1057,4 @@ moe_status jj_apply_filter(jj_ctx *ctx, int id, jj_value v, const jj_args *a, jj
         break;
     }
     return jj_fail(ctx, MOE_ERR_UNSUPPORTED, "unsupported construct: filter '%s'", jj_filter_name(id));
-}
-
-/* ---- tests ------------------------------------------------------------------------ */
-
-moe_status jj_apply_test(jj_ctx *ctx, int id, jj_value v, const jj_args *a, bool *out)
-{
-    jj_value x;
-    moe_status st = MOE_OK;
-    int c;
-    if (!a)
-        a = &k_no_args;
-    switch (id) {
-    case T_BOOLEAN: *out = v.type == JJ_BOOL; return MOE_OK;
-    case T_CALLABLE: *out = v.type == JJ_FUNC; return MOE_OK;
-    case T_DEFINED: *out = v.type != JJ_UNDEF; return MOE_OK;
-    case T_UNDEFINED: *out = v.type == JJ_UNDEF; return MOE_OK;
-    case T_ESCAPED: *out = false; return MOE_OK;
-    case T_FALSE: *out = v.type == JJ_BOOL && !v.u.b; return MOE_OK;
-    case T_TRUE: *out = v.type == JJ_BOOL && v.u.b; return MOE_OK;
-    case T_FLOAT: *out = v.type == JJ_FLOAT; return MOE_OK;
-    case T_INTEGER: *out = v.type == JJ_INT; return MOE_OK;
-    case T_NUMBER: *out = is_num(v); return MOE_OK;
-    case T_NONE: *out = v.type == JJ_NONE; return MOE_OK;
-    case T_STRING: *out = v.type == JJ_STR; return MOE_OK;
-    case T_MAPPING: *out = v.type == JJ_DICT; return MOE_OK;
-    case T_ITERABLE:
-        *out = v.type == JJ_STR || v.type == JJ_LIST || v.type == JJ_DICT || v.type == JJ_UNDEF ||
-               v.type == JJ_LOOP;
-        return MOE_OK;
-    case T_SEQUENCE:
-        *out = v.type == JJ_STR || (v.type == JJ_LIST && !(v.flags & JJ_F_GEN)) || v.type == JJ_DICT ||
-               v.type == JJ_UNDEF;
-        return MOE_OK;
-    case T_LOWER:
-    case T_UPPER: {
-        jj_value s;
-        if ((st = jj_to_str(ctx, v, &s)) != MOE_OK)
-            return st;
-        *out = id == T_LOWER ? jj_str_is_lower(s) : jj_str_is_upper(s);
-        return MOE_OK;
-    }
-    case T_EVEN:
-    case T_ODD:
-    case T_DIVISIBLEBY: {
-        jj_value d = jj_int(2);
-        if (id == T_DIVISIBLEBY && !jj_arg(a, 0, "num", &d))
-            return jj_fail(ctx, MOE_ERR_INVALID_ARG, "divisibleby needs a number");
-        if (!is_num(v) || !is_num(d))
-            return jj_fail(ctx, MOE_ERR_INVALID_ARG, "%s test needs numbers, got %s",
-                           id == T_DIVISIBLEBY ? "divisibleby" : id == T_EVEN ? "even" : "odd", jj_type_name(v));
-        if (v.type == JJ_FLOAT || d.type == JJ_FLOAT) {
-            double fv = v.type == JJ_FLOAT ? v.u.f : v.type == JJ_INT ? (double)v.u.i : v.u.b;
-            double fd = d.type == JJ_FLOAT ? d.u.f : d.type == JJ_INT ? (double)d.u.i : d.u.b;
-            if (fd == 0)
-                return jj_fail(ctx, MOE_ERR_INVALID_ARG, "float modulo by zero");
-            double m = fmod(fv, fd);
-            *out = id == T_ODD ? fabs(m) == 1 : m == 0;
-            return MOE_OK;
-        }
-        int64_t iv = v.type == JJ_INT ? v.u.i : v.u.b, id_ = d.type == JJ_INT ? d.u.i : d.u.b;
-        if (id_ == 0)
-            return jj_fail(ctx, MOE_ERR_INVALID_ARG, "integer division or modulo by zero");
-        int64_t m = id_ == -1 ? 0 : iv % id_;
-        *out = id == T_ODD ? m != 0 : m == 0;
-        return MOE_OK;
-    }
-    case T_EQ:
-    case T_NE:
-        if (!jj_arg(a, 0, "other", &x))
-            return jj_fail(ctx, MOE_ERR_INVALID_ARG, "comparison test needs an argument");
-        *out = jj_equal(v, x) == (id == T_EQ);
-        return MOE_OK;
-    case T_LT:
-    case T_LE:
-    case T_GT:
-    case T_GE:
-        if (!jj_arg(a, 0, "other", &x))
-            return jj_fail(ctx, MOE_ERR_INVALID_ARG, "comparison test needs an argument");
-        if ((st = jj_compare(ctx, v, x, false, &c)) != MOE_OK)
-            return st;
-        *out = id == T_LT ? c < 0 : id == T_LE ? c <= 0 : id == T_GT ? c > 0 : c >= 0;
-        return MOE_OK;
-    case T_IN: {
-        if (!jj_arg(a, 0, "seq", &x))
-            return jj_fail(ctx, MOE_ERR_INVALID_ARG, "'in' test needs a sequence");
-        jj_value *items;
-        size_t n;
-        if (x.type == JJ_STR) {
-            if (v.type != JJ_STR)
-                return jj_fail(ctx, MOE_ERR_INVALID_ARG, "'in <string>' requires string as left operand");
-            *out = v.u.s.n == 0;
-            for (size_t i = 0; !*out && i + v.u.s.n <= x.u.s.n; i++)
-                *out = memcmp(x.u.s.p + i, v.u.s.p, v.u.s.n) == 0;
-            return MOE_OK;
-        }
-        if (x.type == JJ_DICT) {
-            *out = jj_dict_find(x.u.d, v) >= 0;
-            return MOE_OK;
-        }
-        if ((st = jj_iterate(ctx, x, &items, &n)) != MOE_OK)
-            return st;
-        *out = false;
-        for (size_t i = 0; i < n && !*out; i++)
-            *out = jj_equal(items[i], v);
-        return jj_step(ctx, n);
-    }
-    case T_SAMEAS:
-        if (!jj_arg(a, 0, "other", &x))
-            return jj_fail(ctx, MOE_ERR_INVALID_ARG, "sameas needs an argument");
-        if (v.type != x.type)
-            *out = false;
-        else if (v.type == JJ_LIST || v.type == JJ_DICT || v.type == JJ_NS || v.type == JJ_FUNC)
-            *out = v.u.l == x.u.l;
-        else
-            *out = jj_equal(v, x);
-        return MOE_OK;
-    case T_FILTER:
-    case T_TEST:
-        *out = v.type == JJ_STR && (id == T_FILTER ? jj_filter_lookup(v.u.s.p, v.u.s.n) >= 0
-                                                   : jj_test_lookup(v.u.s.p, v.u.s.n) >= 0);
-        return MOE_OK;
-    default:
-        break;
-    }
-    return jj_fail(ctx, MOE_ERR_UNSUPPORTED, "unsupported construct: test #%d", id);
-}
-
-/* ---- JSON to values -------------------------------------------------------------- */
-
-static moe_status from_json(jj_ctx *ctx, const moe_json *j, jj_value *out, int depth)
-{
-    moe_status st = MOE_OK;
-    if (depth > MOE_JSON_MAX_DEPTH + 1)
-        return jj_fail(ctx, MOE_ERR_RANGE, "JSON nested too deeply");
-    switch (j->type) {
-    case MOE_JSON_NULL: *out = jj_none(); return MOE_OK;
-    case MOE_JSON_BOOL: *out = jj_bool(j->u.b); return MOE_OK;
-    case MOE_JSON_INT: *out = jj_int(j->u.i); return MOE_OK;
-    case MOE_JSON_FLOAT: *out = jj_float(j->u.f); return MOE_OK;
-    case MOE_JSON_STRING: {
-        char *p = jj_alloc(ctx, j->u.str.len + 1);
-        if (!p)
-            return ctx->status;
-        memcpy(p, j->u.str.ptr, j->u.str.len);
-        *out = jj_str(p, j->u.str.len);
-        return MOE_OK;
-    }
-    case MOE_JSON_ARRAY: {
-        jj_value l;
-        if ((st = new_list(ctx, j->u.arr.n, &l)) != MOE_OK)
-            return st;
-        for (size_t i = 0; i < j->u.arr.n; i++)
-            if ((st = from_json(ctx, j->u.arr.items[i], &l.u.l->items[l.u.l->n++], depth + 1)) != MOE_OK)
-                return st;
-        *out = l;
-        return jj_step(ctx, j->u.arr.n);
-    }
-    case MOE_JSON_OBJECT: {
-        jj_value d = jj_new_dict(ctx);
-        if (d.type != JJ_DICT)
-            return ctx->status;
-        for (size_t i = 0; i < j->u.obj.n; i++) {
-            const moe_json_member *m = &j->u.obj.members[i];
-            jj_value k, val;
-            if ((st = from_json(ctx, &(moe_json){.type = MOE_JSON_STRING,
-                                                 .u.str = {m->key, m->key_len}}, &k, depth + 1)) != MOE_OK ||
-                (st = from_json(ctx, m->value, &val, depth + 1)) != MOE_OK ||
-                (st = jj_dict_set(ctx, d.u.d, k, val)) != MOE_OK)
-                return st;
-        }
-        *out = d;
-        return jj_step(ctx, j->u.obj.n);
-    }
-    }
-    return jj_fail(ctx, MOE_ERR_INVALID_ARG, "bad JSON value");
-}
-
-moe_status jj_value_from_json(jj_ctx *ctx, const struct moe_json *j, jj_value *out)
-{
-    return from_json(ctx, j, out, 0);
 }

@@ -170,6 +170,8 @@ moe_status jj_buf_put_repr(jj_ctx *ctx, jj_buf *b, jj_value v, int depth)
 
 static moe_status put_container(jj_ctx *ctx, jj_buf *b, jj_value v, int depth)
 {
+    if (v.type == JJ_LIST && (v.flags & JJ_F_RANGE))
+        return jj_fail(ctx, MOE_ERR_UNSUPPORTED, "unsupported construct: printing a range() object (use |list)");
     if (depth > PRINT_MAX_DEPTH)
         return jj_fail(ctx, MOE_ERR_RANGE, "value nested more than %d levels deep", PRINT_MAX_DEPTH);
     moe_status st;
@@ -421,7 +423,7 @@ static moe_status json_value(jj_ctx *ctx, jj_buf *b, jj_value v, const jj_json_o
     case JJ_STR:
         return json_string(ctx, b, v.u.s.p, v.u.s.n, o->ensure_ascii);
     case JJ_LIST: {
-        if (v.flags & JJ_F_GEN)
+        if (v.flags & (JJ_F_GEN | JJ_F_RANGE))
             break;
         if (v.u.l->n == 0)
             return put(ctx, b, "[]");

@@ -348,7 +348,9 @@ const char *jj_type_name(jj_value v)
     case JJ_INT: return "int";
     case JJ_FLOAT: return "float";
     case JJ_STR: return "str";
-    case JJ_LIST: return (v.flags & JJ_F_GEN) ? "generator" : (v.flags & JJ_F_TUPLE) ? "tuple" : "list";
+    case JJ_LIST:
+        return (v.flags & JJ_F_GEN) ? "generator" : (v.flags & JJ_F_RANGE) ? "range"
+                                  : (v.flags & JJ_F_TUPLE) ? "tuple" : "list";
     case JJ_DICT: return "dict";
     case JJ_NS: return "Namespace";
     case JJ_FUNC: return "function";
@@ -398,7 +400,7 @@ static bool equal_depth(jj_value a, jj_value b, int depth)
     case JJ_LIST:
         if ((a.flags & JJ_F_GEN) || (b.flags & JJ_F_GEN))
             return a.u.l == b.u.l;
-        if ((a.flags & JJ_F_TUPLE) != (b.flags & JJ_F_TUPLE) || a.u.l->n != b.u.l->n)
+        if ((a.flags & (JJ_F_TUPLE | JJ_F_RANGE)) != (b.flags & (JJ_F_TUPLE | JJ_F_RANGE)) || a.u.l->n != b.u.l->n)
             return false;
         if (a.u.l == b.u.l)
             return true;
@@ -741,7 +743,7 @@ static moe_status loop_attr(jj_ctx *ctx, const jj_loop *lp, const char *name, si
         *out = i > 0 ? lp->items[i - 1] : jj_undef("previtem", 8);
     else if (IS("nextitem"))
         *out = i + 1 < len ? lp->items[i + 1] : jj_undef("nextitem", 8);
-    else if (IS("cycle"))
+    else if (IS("cycle") || IS("changed"))
         return bound_method(ctx, (jj_value){.type = JJ_LOOP, .u.loop = (jj_loop *)lp}, name, n, out);
     else
         *out = jj_undef(name, n);

@@ -9,11 +9,13 @@
  *
  *   source --jj_lex--> tokens --jj_parse--> AST (jj_node) --jj_render--> text
  *
- * Files: jinja-lex.c (tokens, whitespace control), jinja-parse.c (AST),
- * jinja-value.c (values, conversions, comparisons, JSON output),
- * jinja-eval.c (statements, expressions, scopes, macros),
- * jinja-filters.c (filters and tests), jinja-methods.c (str/dict/list
- * methods and global functions), chat.c (the public moe_chat_* API).
+ * Files: jinja-lex.c (tokens, whitespace control), jinja-parse.c and
+ * jinja-parse-expr.c (AST; shared in jinja-parse.h), jinja-value.c
+ * (values, containers, equality, access), jinja-print.c (str, repr, JSON,
+ * Markup escaping), jinja-eval.c (statements, expressions, scopes,
+ * macros), jinja-filters.c, jinja-tests.c, jinja-str.c (str methods,
+ * % formatting), jinja-methods.c (dict/list/loop methods, globals),
+ * chat.c (the public moe_chat_* API).
  *
  * Memory: a parsed template lives in one arena (tokens, nodes, literal
  * strings); each render has its own arena for every value it creates, freed
@@ -121,6 +123,11 @@ typedef enum jj_type {
  * HTML-escape the plain operand, and Markup's string methods return
  * Markup; `~`, join, macros and tojson give plain strings. */
 #define JJ_F_SAFE 4u
+/* A list made by range(): Python's range object, which is not equal to a
+ * list, cannot be added or serialised, and prints as "range(a, b)" (which
+ * this interpreter reports as unsupported rather than guess). Slicing
+ * keeps the flag; |list and other copies drop it. */
+#define JJ_F_RANGE 8u
 
 typedef struct jj_list jj_list;
 typedef struct jj_dict jj_dict;
@@ -179,7 +186,9 @@ struct jj_func {
 struct jj_loop {
     const jj_value *items;
     size_t          n;
-    size_t          i;     /* current index0 */
+    size_t          i;            /* current index0                      */
+    jj_value        last_changed; /* loop.changed()'s memory (a tuple)   */
+    bool            has_changed;
 };
 
 /* ---- AST --------------------------------------------------------------- */
@@ -407,7 +416,10 @@ int jj_test_lookup(const char *name, size_t n);
 moe_status jj_apply_filter(jj_ctx *ctx, int id, jj_value v, const jj_args *args, jj_value *out);
 moe_status jj_apply_test(jj_ctx *ctx, int id, jj_value v, const jj_args *args, bool *out);
 
-/* String helpers shared by methods and filters (jinja-methods.c). */
+/* str methods (jinja-str.c); Markup strings get markupsafe's escaping. */
+moe_status jj_str_method(jj_ctx *ctx, jj_value s, const char *name, size_t n, const jj_args *a,
+                         jj_value *out);
+/* String helpers shared by methods and filters (jinja-str.c). */
 moe_status jj_str_replace(jj_ctx *ctx, jj_value s, jj_value old, jj_value rep, int64_t count,
                           jj_value *out);
 /* mode 0 upper, 1 lower, 2 str.title(), 3 str.capitalize() */
