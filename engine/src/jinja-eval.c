@@ -117,24 +117,6 @@ bool jj_arg(const jj_args *args, size_t i, const char *name, jj_value *out)
     return false;
 }
 
-moe_status jj_args_check(jj_ctx *ctx, const jj_args *args, size_t max_pos,
-                         const char *const *names, const char *what)
-{
-    if (args->n_pos > max_pos)
-        return jj_fail(ctx, MOE_ERR_INVALID_ARG, "%s takes at most %zu positional argument(s), got %zu",
-                       what, max_pos, args->n_pos);
-    for (size_t k = 0; k < args->n_kw; k++) {
-        bool known = false;
-        for (size_t j = 0; names && names[j]; j++)
-            if (strlen(names[j]) == args->kw_lens[k] && memcmp(names[j], args->kw_names[k], args->kw_lens[k]) == 0)
-                known = true;
-        if (!known)
-            return jj_fail(ctx, MOE_ERR_UNSUPPORTED, "unsupported construct: %s argument '%.*s'", what,
-                           (int)(args->kw_lens[k] > 40 ? 40 : args->kw_lens[k]), args->kw_names[k]);
-    }
-    return MOE_OK;
-}
-
 /* Storage for evaluated arguments: on the stack when few. */
 typedef struct argbuf {
     jj_args      a;

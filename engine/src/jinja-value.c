@@ -107,11 +107,6 @@ jj_value jj_str(const char *p, size_t n)
     return v;
 }
 
-jj_value jj_cstr(const char *p)
-{
-    return jj_str(p, strlen(p));
-}
-
 jj_value jj_new_list(jj_ctx *ctx, size_t cap)
 {
     jj_value v = {.type = JJ_UNDEF};

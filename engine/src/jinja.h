@@ -266,7 +266,6 @@ typedef struct jj_ctx {
     moe_status      status;    /* first error, sticky                   */
     uint32_t        line, col; /* location reported by jj_fail          */
     int             ctl;       /* JJ_CTL_* after break/continue         */
-    int             loop_depth;
     time_t          now;       /* strftime_now's clock (tests pin it)   */
     jj_scope       *root;
 } jj_ctx;
@@ -299,7 +298,6 @@ jj_value jj_bool(bool b);
 jj_value jj_int(int64_t i);
 jj_value jj_float(double f);
 jj_value jj_str(const char *p, size_t n);
-jj_value jj_cstr(const char *p);
 jj_value jj_new_list(jj_ctx *ctx, size_t cap); /* type UNDEF on failure */
 jj_value jj_new_dict(jj_ctx *ctx);
 jj_value jj_new_ns(jj_ctx *ctx);
@@ -389,10 +387,6 @@ typedef struct jj_args {
 
 /* Argument `i` by position, else keyword `name`; false if neither. */
 bool jj_arg(const jj_args *args, size_t i, const char *name, jj_value *out);
-/* Fails unless every positional index < max_pos and every keyword is one
- * of `names` (NULL-terminated); `what` names the callee in the error. */
-moe_status jj_args_check(jj_ctx *ctx, const jj_args *args, size_t max_pos,
-                         const char *const *names, const char *what);
 
 /* Calls any callable value. */
 moe_status jj_call_value(jj_ctx *ctx, jj_value fn, const jj_args *args, jj_value *out);
