@@ -932,6 +932,86 @@ typedef enum moe_verdict {
 const char *moe_verdict_str(moe_verdict verdict);
 /* WONT_FIT also for a variant or context the plan does not have. */
 moe_verdict moe_plan_verdict(const moe_plan *plan, size_t variant, int64_t n_ctx);
+/* Chat templates                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* A model's prompt format is a Jinja2 template (the GGUF key
+ * tokenizer.chat_template). libmoe interprets the subset of Jinja2 that
+ * chat templates use, with Python Jinja2's semantics as Hugging Face
+ * transformers configures it (trim_blocks and lstrip_blocks on, break and
+ * continue allowed, a tojson that keeps non-ASCII text), so the prompt is
+ * byte for byte what transformers would build.
+ *
+ * Errors: a template that uses something the interpreter does not have is
+ * MOE_ERR_UNSUPPORTED and the message names the construct and its
+ * "line L:C"; a syntax error is MOE_ERR_FORMAT with its line:column; a
+ * template that calls raise_exception("...") fails with
+ * MOE_ERR_INVALID_ARG and a message containing that text; a runtime type
+ * error (e.g. concatenating None to a string) is MOE_ERR_INVALID_ARG.
+ * Rendering is bounded: more than 16 MiB of output, 256 MiB of working
+ * memory, 20 million evaluation steps or 300 levels of nesting/recursion
+ * is MOE_ERR_RANGE, so a hostile template cannot hang or crash the
+ * process (the deepest render needs under 256 KiB of stack). A parsed
+ * template is immutable: several threads may render it at once. */
+
+/* One chat message. Strings are UTF-8 and NUL-terminated. */
+typedef struct moe_chat_msg {
+    const char *role;              /* "system", "user", "assistant", "tool"...   */
+    const char *content;           /* NULL: content is None (JSON null)          */
+    const char *reasoning_content; /* NULL: no such key                          */
+    const char *tool_calls_json;   /* JSON array of OpenAI-style tool calls
+                                      ({"id","type","function":{"name",
+                                      "arguments"}}), or NULL: no such key      */
+    const char *tool_call_id;      /* tool results: the call answered, or NULL   */
+    const char *name;              /* NULL: no such key                          */
+} moe_chat_msg;
+
+typedef struct moe_chat_template moe_chat_template;
+
+/* Parses `len` bytes of template source. Unsupported tags, filters and
+ * tests are reported here, not at render time. */
+moe_status moe_chat_template_parse(const char *source, size_t len,
+                                   moe_chat_template **out, moe_err *err);
+void       moe_chat_template_free(moe_chat_template *t);
+
+typedef struct moe_chat_params {
+    const moe_chat_msg *messages;       /* ignored by ..._render_json       */
+    size_t              n_messages;
+    bool                add_generation_prompt;
+    /* JSON array of tool definitions ({"type":"function","function":
+     * {...}}), or NULL, in which case `tools` is None as in transformers. */
+    const char         *tools_json;
+    const char         *bos_token;      /* NULL: left undefined             */
+    const char         *eos_token;
+    /* A JSON object whose members become template variables, e.g.
+     * {"enable_thinking": false, "reasoning_effort": "high"}. Applied last,
+     * so it may also override any variable above. NULL: none. */
+    const char         *extra_context_json;
+    /* Most templates read tool_calls[].function.arguments as an object,
+     * while OpenAI clients send a JSON string: when true, such strings
+     * holding a JSON object are parsed into objects first. */
+    bool                tool_args_as_objects;
+    /* strftime_now()'s clock in seconds since 1970 (local time zone);
+     * 0: now. */
+    int64_t             now_unix;
+} moe_chat_params;
+
+/* Renders `p->messages` with the template. On success `*out` is a
+ * malloc'd, NUL-terminated prompt the caller frees with free(), and
+ * `*out_len` (if not NULL) its length in bytes. The template sees
+ * `messages` (a list of dicts with the non-NULL fields of moe_chat_msg),
+ * `add_generation_prompt`, `tools`, `documents` (None), `bos_token`,
+ * `eos_token` and the extra context; plus the globals range, namespace,
+ * dict, raise_exception and strftime_now. */
+moe_status moe_chat_template_render(const moe_chat_template *t, const moe_chat_params *p,
+                                    char **out, size_t *out_len, moe_err *err);
+
+/* The same, with the messages given as a JSON array of message objects
+ * (as in an OpenAI chat request: content may also be a list of parts,
+ * tool_calls an array, any other keys are passed through). */
+moe_status moe_chat_template_render_json(const moe_chat_template *t, const char *messages_json,
+                                         const moe_chat_params *p, char **out, size_t *out_len,
+                                         moe_err *err);
 
 #ifdef __cplusplus
 }
