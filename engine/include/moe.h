@@ -278,6 +278,127 @@ moe_status moe_gguf_writer_write_tensor_data(moe_gguf_writer *w, int64_t idx,
 moe_status moe_gguf_writer_finish(moe_gguf_writer *w, moe_err *err);
 
 /* ------------------------------------------------------------------------ */
+/* Safetensors                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Reads Hugging Face `.safetensors` files: an 8-byte little-endian header
+ * length N, N bytes of JSON, then the tensor data. The JSON is an object
+ * whose keys are tensor names, each mapping to
+ *   {"dtype": "F32", "shape": [d0, d1, ...], "data_offsets": [begin, end]}
+ * (offsets relative to the data section, shape outermost first), plus an
+ * optional "__metadata__" object of string values.
+ *
+ * Checks, each reported with the file and the byte offset or tensor at
+ * fault: the header length fits the file (and is at most 100 MiB, the
+ * format's own limit); the JSON is well formed (strict: no trailing commas,
+ * no comments, valid escapes and UTF-8, integers without sign, fraction
+ * or exponent; trailing spaces after the object are allowed, as writers
+ * pad with them); every tensor has exactly dtype, shape and data_offsets;
+ * the dtype is known; end - begin equals the element count times the dtype
+ * size (overflow checked); the tensors tile the data section exactly, in
+ * some order, with no gap or overlap, as the reference implementation
+ * requires; tensor names are unique, non-empty and contain no NUL. */
+
+typedef enum moe_st_dtype {
+    MOE_ST_BOOL = 0,
+    MOE_ST_U8,
+    MOE_ST_I8,
+    MOE_ST_F8_E5M2,
+    MOE_ST_F8_E4M3,
+    MOE_ST_F8_E8M0,
+    MOE_ST_I16,
+    MOE_ST_U16,
+    MOE_ST_F16,
+    MOE_ST_BF16,
+    MOE_ST_I32,
+    MOE_ST_U32,
+    MOE_ST_F32,
+    MOE_ST_F64,
+    MOE_ST_I64,
+    MOE_ST_U64,
+    MOE_ST_DTYPE_COUNT,
+} moe_st_dtype;
+
+/* "F32", "BF16", ... as written in files; NULL if out of range. */
+const char *moe_st_dtype_name(moe_st_dtype dtype);
+/* Bytes per element (1, 2, 4 or 8); 0 if out of range. */
+size_t      moe_st_dtype_size(moe_st_dtype dtype);
+/* Parses a file's dtype string (case-sensitive, as the format is). */
+bool        moe_st_dtype_from_name(const char *name, moe_st_dtype *out);
+
+#define MOE_SAFETENSORS_MAX_DIMS 8
+
+/* One tensor as described by the header. `data` points into the mapping
+ * (for a zero-size tensor it may point one past the last byte). */
+typedef struct moe_safetensors_tensor {
+    const char  *name;        /* NUL-terminated, decoded from JSON         */
+    moe_st_dtype dtype;
+    const char  *dtype_name;  /* moe_st_dtype_name(dtype)                  */
+    uint32_t     n_dims;      /* 0 (a scalar) .. MOE_SAFETENSORS_MAX_DIMS  */
+    int64_t      shape[MOE_SAFETENSORS_MAX_DIMS]; /* outermost first, as in
+                                 the file (the reverse of GGUF's ne[]);
+                                 unused entries are 1                       */
+    uint64_t     offset;      /* data_offsets[0], from the data section    */
+    uint64_t     size_bytes;  /* data_offsets[1] - data_offsets[0]         */
+    const void  *data;
+} moe_safetensors_tensor;
+
+typedef struct moe_safetensors moe_safetensors;
+
+/* Maps `path` read-only and validates its header (the tensor data is not
+ * read, so opening a 10 GB shard costs only its header). */
+moe_status moe_safetensors_open(const char *path, moe_safetensors **out, moe_err *err);
+/* The same over `size` bytes in memory, borrowed until free; `name` is
+ * used in messages. For tests and the fuzzer. */
+moe_status moe_safetensors_open_memory(const void *data, size_t size, const char *name,
+                                       moe_safetensors **out, moe_err *err);
+void       moe_safetensors_free(moe_safetensors *st);
+
+/* Tensors in the order the header lists them. */
+int64_t moe_safetensors_n_tensors(const moe_safetensors *st);
+const moe_safetensors_tensor *moe_safetensors_tensor_at(const moe_safetensors *st, int64_t i);
+/* NULL if absent. */
+const moe_safetensors_tensor *moe_safetensors_find(const moe_safetensors *st, const char *name);
+
+/* The "__metadata__" map (string to string), in file order. */
+int64_t     moe_safetensors_n_metadata(const moe_safetensors *st);
+/* Entry i: *key and *value borrow from the handle. False if out of range. */
+bool        moe_safetensors_metadata_at(const moe_safetensors *st, int64_t i,
+                                        const char **key, const char **value);
+/* Value for `key`, or NULL. */
+const char *moe_safetensors_metadata(const moe_safetensors *st, const char *key);
+
+/* Size of the whole file and offset of the data section (8 + N). */
+uint64_t moe_safetensors_file_bytes(const moe_safetensors *st);
+uint64_t moe_safetensors_data_offset(const moe_safetensors *st);
+
+/* ------------------------------------------------------------------------ */
+/* Hashing                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* SHA-256 for checking downloaded and installed model files. Uses the CPU's
+ * SHA extensions when it has them (x86-64 SHA-NI: about 1.5-2 GB/s per
+ * core), portable C otherwise; the digests are identical. A context is used
+ * by one thread at a time; contexts are independent. */
+typedef struct moe_sha256 {
+    uint32_t state[8];
+    uint64_t n_bytes;
+    uint8_t  buf[64];
+    size_t   buf_len;
+    int      hw;       /* 1 if this context uses the SHA extensions */
+} moe_sha256;
+
+void moe_sha256_init(moe_sha256 *ctx);
+void moe_sha256_update(moe_sha256 *ctx, const void *data, size_t len);
+/* Writes the digest; the context must be re-initialised before reuse. */
+void moe_sha256_final(moe_sha256 *ctx, uint8_t out[32]);
+/* 64 lowercase hex digits and a NUL. */
+void moe_sha256_hex(const uint8_t digest[32], char out[65]);
+/* Allows or forbids the SHA extensions for contexts initialised later (for
+ * tests and benchmarks); returns whether the CPU has them. */
+bool moe_sha256_use_hw(bool allow);
+
+/* ------------------------------------------------------------------------ */
 /* Model quantisation                                                       */
 /* ------------------------------------------------------------------------ */
 
