@@ -7,6 +7,7 @@
 #define MOEDESK_CLI_H
 
 #include "moe.h"
+#include "usage-store.h"
 
 #include <glib.h>
 
@@ -43,5 +44,13 @@ void          cli_engine_opts_clear(cli_engine_opts *o);
  * the exit status (0 on success, 1 failure, 2 usage). */
 int           cli_engine_open(const cli_engine_opts *o, const char *cmd, moe_model **model,
                               moe_context **ctx);
+int cli_cmd_hw(int argc, char **argv);
+int cli_cmd_plan(int argc, char **argv);
+int cli_cmd_report(int argc, char **argv);   /* cmd-report.c */
+int cli_cmd_usage(int argc, char **argv);    /* cmd-usage.c */
+
+/* Open the usage database: read-only (migrating an older schema first) or
+ * read-write (creating it). cmd-usage.c. */
+usage_store *cli_open_usage_store(const char *path, gboolean write, GError **error);
 
 #endif /* MOEDESK_CLI_H */

@@ -12,6 +12,10 @@ static const cli_command commands[] = {
     {"version", "print the version", cli_cmd_version},
     {"eval", "write the logits of a token sequence", cli_cmd_eval},
     {"bench", "measure prefill and decode speed", cli_cmd_bench},
+    {"hw", "describe this machine: CPU, RAM, GPUs", cli_cmd_hw},
+    {"plan", "plan memory for a model on this machine", cli_cmd_plan},
+    {"report", "weekly adoption and cost report from the usage database", cli_cmd_report},
+    {"usage", "import request logs, export them to PostgreSQL", cli_cmd_usage},
 };
 
 static void print_usage(FILE *out)

@@ -31,11 +31,13 @@
 
 #define MOE_BACKEND_API_VERSION 1
 
-/* Where a weight tensor's authoritative copy for compute lives. */
-typedef enum moe_placement {
-    MOE_PLACE_CPU = 0, /* host memory (the file mapping)   */
-    MOE_PLACE_GPU = 1, /* a device backend's memory (extra) */
-} moe_placement;
+/* Where a weight tensor's copy for compute lives (per tensor, so a model
+ * can be split between devices; the planner's moe_placement decides it for
+ * whole groups). */
+typedef enum moe_tensor_place {
+    MOE_TENSOR_ON_CPU = 0, /* host memory (the file mapping)    */
+    MOE_TENSOR_ON_GPU = 1, /* a device backend's memory (extra) */
+} moe_tensor_place;
 
 /* A weight tensor as the forward pass sees it. Expert stacks are 3-D:
  * expert e's matrix starts at data + e * nb2. */
@@ -47,7 +49,7 @@ typedef struct moe_tensor {
     size_t        nb1;   /* bytes per row                               */
     size_t        nb2;   /* bytes per ne[0] x ne[1] matrix              */
     const void   *data;  /* host copy, mapped read-only                 */
-    moe_placement place;
+    moe_tensor_place place;
     void         *extra; /* backend-private (device copy), or NULL      */
 } moe_tensor;
 

@@ -227,7 +227,7 @@ static moe_status model_build(moe_model *m, const char *path, moe_err *err)
         t->nb1 = moe_type_is_known((int)g->type) ? moe_type_row_bytes(g->type, g->ne[0]) : 0;
         t->nb2 = t->nb1 * (size_t)g->ne[1];
         t->data = g->data;
-        t->place = MOE_PLACE_CPU;
+        t->place = MOE_TENSOR_ON_CPU;
         uint64_t n = (uint64_t)g->ne[0] * (uint64_t)g->ne[1] * (uint64_t)g->ne[2] * (uint64_t)g->ne[3];
         m->n_params += n;
         m->n_bytes += g->size_bytes;
