@@ -229,12 +229,14 @@ static moe_status cpu_reserve(void *ctx, const moe_backend_limits *lim, moe_err 
 
 /* ---- parallel helpers ------------------------------------------------- */
 
-/* [*lo, *hi) = this thread's share of [0, n). */
-static void cpu_split(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi)
+/* Below this many floats of work an element-wise operation runs on the
+ * caller: waking the workers would cost more than the work (decode). */
+#define CPU_INLINE_FLOATS 16384
+
+void cpu_phase_wait(cpu_phase *ph, int64_t n)
 {
-    int64_t per = (n + nth - 1) / nth;
-    *lo = per * ith < n ? per * ith : n;
-    *hi = *lo + per < n ? *lo + per : n;
+    for (unsigned spins = 0; atomic_load_explicit(&ph->done, memory_order_acquire) < n; spins++)
+        moe_threadpool_relax(spins);
 }
 
 int64_t cpu_mm_plan(cpu_mm_job *jobs, int n_jobs, int nth)
@@ -243,9 +245,10 @@ int64_t cpu_mm_plan(cpu_mm_job *jobs, int n_jobs, int nth)
     for (int j = 0; j < n_jobs; j++) {
         cpu_mm_job *jb = &jobs[j];
         /* Few columns (decode): the weights stream once, so cut rows
-         * finely for balance. Many columns: blocks of 64 tokens keep the
-         * activations in L2 while a chunk of rows meets them. */
-        jb->cols_per_item = jb->nc <= 64 ? (jb->nc > 0 ? jb->nc : 1) : 64;
+         * finely for balance. Many columns: blocks of 48 tokens (a multiple
+         * of every tile width) keep the activations in L2 while a chunk of
+         * rows meets them. */
+        jb->cols_per_item = jb->nc <= 48 ? (jb->nc > 0 ? jb->nc : 1) : 48;
         int64_t rows = jb->nc < 8 ? 16 : 32;
         int64_t col_blocks = (jb->nc + jb->cols_per_item - 1) / jb->cols_per_item;
         /* keep at least ~4 items per thread when the job is small */
@@ -259,13 +262,11 @@ int64_t cpu_mm_plan(cpu_mm_job *jobs, int n_jobs, int nth)
     return total;
 }
 
-void cpu_mm_work(const cpu_mm_job *jobs, int n_jobs, int64_t n_items, atomic_long *next)
+void cpu_mm_phase(const cpu_mm_job *jobs, int n_jobs, int64_t n_items, cpu_phase *ph)
 {
     int j = 0;
-    for (;;) {
-        int64_t it = atomic_fetch_add_explicit(next, 1, memory_order_relaxed);
-        if (it >= n_items)
-            return;
+    int64_t it;
+    while (cpu_phase_claim(ph, n_items, &it)) {
         while (j < n_jobs - 1 && it >= jobs[j].first_item + jobs[j].n_items)
             j++;
         while (j > 0 && it < jobs[j].first_item)
@@ -277,20 +278,30 @@ void cpu_mm_work(const cpu_mm_job *jobs, int n_jobs, int64_t n_items, atomic_lon
         int64_t c0 = (local / row_chunks) * jb->cols_per_item;
         int64_t nr = jb->nr - r0 < jb->rows_per_item ? jb->nr - r0 : jb->rows_per_item;
         int64_t nc = jb->nc - c0 < jb->cols_per_item ? jb->nc - c0 : jb->cols_per_item;
-        jb->mm(jb->n, jb->w + r0 * jb->ws, jb->ws, nr, jb->x + c0 * jb->xs, jb->xs, nc,
-               jb->y + c0 * jb->ys + r0, jb->ys);
+        float *y = jb->y + c0 * jb->ys + r0;
+        jb->mm(jb->n, jb->w + r0 * jb->ws, jb->ws, nr, jb->x + c0 * jb->xs, jb->xs, nc, y, jb->ys);
         if (jb->w2)
             jb->mm(jb->n, jb->w2 + r0 * jb->ws, jb->ws, nr, jb->x + c0 * jb->xs, jb->xs, nc,
                    jb->y2 + c0 * jb->ys + r0, jb->ys);
+        if (jb->bias)
+            for (int64_t c = 0; c < nc; c++)
+                for (int64_t r = 0; r < nr; r++)
+                    y[c * jb->ys + r] += jb->bias[r0 + r];
+        cpu_phase_done(ph);
     }
+    cpu_phase_wait(ph, n_items);
 }
 
-void cpu_quantize_rows(cpu_backend *cb, moe_type t, const float *x, int64_t x_stride,
-                       int64_t row_len, int64_t n, uint8_t *dst, size_t dst_stride,
-                       int ith, int nth)
+void cpu_quantize_phase(cpu_backend *cb, moe_type t, const float *x, int64_t x_stride,
+                        int64_t row_len, int64_t n, uint8_t *dst, size_t dst_stride,
+                        cpu_phase *ph)
 {
-    for (int64_t i = ith; i < n; i += nth)
+    int64_t i;
+    while (cpu_phase_claim(ph, n, &i)) {
         moe_cpu_quantize_vec(cb->k, t, x + i * x_stride, dst + (size_t)i * dst_stride, row_len);
+        cpu_phase_done(ph);
+    }
+    cpu_phase_wait(ph, n);
 }
 
 void cpu_swiglu(float *g, const float *u, int64_t n)
@@ -307,25 +318,34 @@ typedef struct rows_task {
     const int32_t    *ids;
     const float      *x;
     float            *y;
-    const float      *g;
-    int64_t           n, row_len;
+    int64_t           n, row_len, rows_per_item;
     float             eps;
+    cpu_phase         ph;
 } rows_task;
 
 static void get_rows_task(void *arg, int ith, int nth)
 {
+    (void)ith;
+    (void)nth;
     rows_task *t = arg;
     const int64_t ne0 = t->w->ne[0];
-    for (int64_t i = ith; i < t->n; i += nth)
+    int64_t i;
+    while (cpu_phase_claim(&t->ph, t->n, &i)) {
         moe_dequantize_row(t->w->type, (const uint8_t *)t->w->data + (size_t)t->ids[i] * t->w->nb1,
                            t->y + i * ne0, ne0);
+        cpu_phase_done(&t->ph);
+    }
+    cpu_phase_wait(&t->ph, t->n);
 }
 
 static void cpu_get_rows(void *ctx, const moe_tensor *w, const int32_t *ids, int32_t n, float *out)
 {
     cpu_backend *cb = ctx;
     rows_task t = {.cb = cb, .w = w, .ids = ids, .y = out, .n = n};
-    moe_threadpool_run(cb->pool, get_rows_task, &t);
+    if ((int64_t)n * w->ne[0] < CPU_INLINE_FLOATS)
+        get_rows_task(&t, 0, 1);
+    else
+        moe_threadpool_run(cb->pool, get_rows_task, &t);
 }
 
 static void cpu_gather(void *ctx, const float *x, int64_t row_len, const int32_t *rows,
@@ -337,13 +357,10 @@ static void cpu_gather(void *ctx, const float *x, int64_t row_len, const int32_t
             memmove(out + i * row_len, x + rows[i] * row_len, (size_t)row_len * sizeof(float));
 }
 
-static void rms_norm_task(void *arg, int ith, int nth)
+static void rms_norm_rows(const rows_task *t, int64_t r0, int64_t r1)
 {
-    rows_task *t = arg;
     const float *w = t->w->data;
-    int64_t lo, hi;
-    cpu_split(t->n, ith, nth, &lo, &hi);
-    for (int64_t r = lo; r < hi; r++) {
+    for (int64_t r = r0; r < r1; r++) {
         const float *x = t->x + r * t->row_len;
         float *y = t->y + r * t->row_len;
         double ss = 0.0;
@@ -355,11 +372,31 @@ static void rms_norm_task(void *arg, int ith, int nth)
     }
 }
 
+static void rms_norm_task(void *arg, int ith, int nth)
+{
+    (void)ith;
+    (void)nth;
+    rows_task *t = arg;
+    const int64_t n_items = (t->n + t->rows_per_item - 1) / t->rows_per_item;
+    int64_t i;
+    while (cpu_phase_claim(&t->ph, n_items, &i)) {
+        const int64_t r0 = i * t->rows_per_item;
+        rms_norm_rows(t, r0, r0 + t->rows_per_item < t->n ? r0 + t->rows_per_item : t->n);
+        cpu_phase_done(&t->ph);
+    }
+    cpu_phase_wait(&t->ph, n_items);
+}
+
 static void cpu_rms_norm(void *ctx, const float *x, const moe_tensor *w, int64_t n_rows,
                          int64_t row_len, float eps, float *out)
 {
     cpu_backend *cb = ctx;
     rows_task t = {.cb = cb, .w = w, .x = x, .y = out, .n = n_rows, .row_len = row_len, .eps = eps};
+    if (n_rows * row_len < CPU_INLINE_FLOATS) {
+        rms_norm_rows(&t, 0, n_rows);
+        return;
+    }
+    t.rows_per_item = 4096 / row_len > 1 ? 4096 / row_len : 1;
     moe_threadpool_run(cb->pool, rms_norm_task, &t);
 }
 
@@ -367,59 +404,85 @@ typedef struct rope_task {
     float               *x;
     int64_t              n_tok;
     const moe_rope_args *a;
+    cpu_phase            ph;
 } rope_task;
+
+static void rope_token(const rope_task *t, int64_t tok)
+{
+    const moe_rope_args *a = t->a;
+    const int64_t half = a->n_rot / 2;
+    const float *cs = a->cos_sin + tok * a->n_rot;
+    for (int32_t h = 0; h < a->n_head; h++) {
+        float *v = t->x + (tok * a->n_head + h) * a->head_dim;
+        for (int64_t i = 0; i < half; i++) {
+            const float c = cs[2 * i], s = cs[2 * i + 1];
+            float *p0, *p1;
+            if (a->mode == MOE_ROPE_NEOX) {
+                p0 = &v[i];
+                p1 = &v[i + half];
+            } else {
+                p0 = &v[2 * i];
+                p1 = &v[2 * i + 1];
+            }
+            const float x0 = *p0, x1 = *p1;
+            *p0 = x0 * c - x1 * s;
+            *p1 = x0 * s + x1 * c;
+        }
+    }
+}
 
 static void rope_task_fn(void *arg, int ith, int nth)
 {
+    (void)ith;
+    (void)nth;
     rope_task *t = arg;
-    const moe_rope_args *a = t->a;
-    const int64_t half = a->n_rot / 2;
-    for (int64_t tok = ith; tok < t->n_tok; tok += nth) {
-        const float *cs = a->cos_sin + tok * a->n_rot;
-        for (int32_t h = 0; h < a->n_head; h++) {
-            float *v = t->x + (tok * a->n_head + h) * a->head_dim;
-            for (int64_t i = 0; i < half; i++) {
-                const float c = cs[2 * i], s = cs[2 * i + 1];
-                float *p0, *p1;
-                if (a->mode == MOE_ROPE_NEOX) {
-                    p0 = &v[i];
-                    p1 = &v[i + half];
-                } else {
-                    p0 = &v[2 * i];
-                    p1 = &v[2 * i + 1];
-                }
-                const float x0 = *p0, x1 = *p1;
-                *p0 = x0 * c - x1 * s;
-                *p1 = x0 * s + x1 * c;
-            }
-        }
+    int64_t tok;
+    while (cpu_phase_claim(&t->ph, t->n_tok, &tok)) {
+        rope_token(t, tok);
+        cpu_phase_done(&t->ph);
     }
+    cpu_phase_wait(&t->ph, t->n_tok);
 }
 
 static void cpu_rope(void *ctx, float *x, int64_t n_tok, const moe_rope_args *a)
 {
     cpu_backend *cb = ctx;
     rope_task t = {.x = x, .n_tok = n_tok, .a = a};
+    if (n_tok * a->n_head * a->head_dim < CPU_INLINE_FLOATS) {
+        for (int64_t tok = 0; tok < n_tok; tok++)
+            rope_token(&t, tok);
+        return;
+    }
     moe_threadpool_run(cb->pool, rope_task_fn, &t);
 }
 
+#define ADD_CHUNK 8192
+
 static void add_task(void *arg, int ith, int nth)
 {
+    (void)ith;
+    (void)nth;
     rows_task *t = arg;
-    int64_t lo, hi;
-    cpu_split(t->n, ith, nth, &lo, &hi);
-    for (int64_t i = lo; i < hi; i++)
-        t->y[i] += t->x[i];
+    const int64_t n_items = (t->n + ADD_CHUNK - 1) / ADD_CHUNK;
+    int64_t c;
+    while (cpu_phase_claim(&t->ph, n_items, &c)) {
+        const int64_t hi = (c + 1) * ADD_CHUNK < t->n ? (c + 1) * ADD_CHUNK : t->n;
+        for (int64_t i = c * ADD_CHUNK; i < hi; i++)
+            t->y[i] += t->x[i];
+        cpu_phase_done(&t->ph);
+    }
+    cpu_phase_wait(&t->ph, n_items);
 }
 
 static void cpu_add(void *ctx, float *y, const float *x, int64_t n)
 {
     cpu_backend *cb = ctx;
-    rows_task t = {.x = x, .y = y, .n = n};
-    if (n < 4096) {
-        add_task(&t, 0, 1);
+    if (n < 4 * CPU_INLINE_FLOATS) {
+        for (int64_t i = 0; i < n; i++)
+            y[i] += x[i];
         return;
     }
+    rows_task t = {.x = x, .y = y, .n = n};
     moe_threadpool_run(cb->pool, add_task, &t);
 }
 
@@ -436,14 +499,19 @@ static void cpu_add_gated(void *ctx, float *y, const float *x, const float *g, i
 
 /* ---- products ----------------------------------------------------------- */
 
+/* Activations with at most this many rows are quantised on the caller
+ * before the workers start (one phase less for decode). */
+#define CPU_QUANT_INLINE_ROWS 4
+
 typedef struct mm_task {
     cpu_backend      *cb;
-    const moe_tensor *w, *w2, *w3, *bias;
+    const moe_tensor *w, *w2, *w3;
     const float      *x;
     float            *y;
     int64_t           n_tok;
-    cpu_mm_job        job;
-    atomic_long       next[2];
+    bool              quant_in_task;
+    cpu_mm_job        job, down;
+    cpu_phase         ph[4];
 } mm_task;
 
 /* Sets up the job for x (n_tok rows of w->ne[0]) times w into y; the
@@ -469,35 +537,40 @@ static void mm_job_init(cpu_mm_job *jb, const cpu_backend *cb, const moe_tensor 
     };
 }
 
+/* Quantises the activations of a product on the caller if they are few,
+ * else leaves it to the task; returns whether the task must do it. */
+static bool mm_prequantize(cpu_backend *cb, const moe_tensor *w, const float *x, int64_t n_tok,
+                           const cpu_mm_job *jb)
+{
+    if (moe_cpu_vec_type(w->type) == MOE_TYPE_F32)
+        return false;
+    if (n_tok > CPU_QUANT_INLINE_ROWS)
+        return true;
+    for (int64_t i = 0; i < n_tok; i++)
+        moe_cpu_quantize_vec(cb->k, w->type, x + i * w->ne[0], cb->xq + (size_t)i * jb->xs, w->ne[0]);
+    return false;
+}
+
 static void mul_mat_task(void *arg, int ith, int nth)
 {
+    (void)ith;
+    (void)nth;
     mm_task *t = arg;
-    cpu_backend *cb = t->cb;
-    const moe_tensor *w = t->w;
-    if (moe_cpu_vec_type(w->type) != MOE_TYPE_F32) {
-        cpu_quantize_rows(cb, w->type, t->x, w->ne[0], w->ne[0], t->n_tok, cb->xq, t->job.xs,
-                          ith, nth);
-        moe_threadpool_barrier(cb->pool);
-    }
-    cpu_mm_work(&t->job, 1, t->job.n_items, &t->next[0]);
-    if (t->bias) {
-        moe_threadpool_barrier(cb->pool);
-        const float *b = t->bias->data;
-        for (int64_t tok = ith; tok < t->n_tok; tok += nth)
-            for (int64_t r = 0; r < w->ne[1]; r++)
-                t->y[tok * w->ne[1] + r] += b[r];
-    }
+    if (t->quant_in_task)
+        cpu_quantize_phase(t->cb, t->w->type, t->x, t->w->ne[0], t->w->ne[0], t->n_tok, t->cb->xq,
+                           t->job.xs, &t->ph[0]);
+    cpu_mm_phase(&t->job, 1, t->job.n_items, &t->ph[1]);
 }
 
 static void cpu_mul_mat(void *ctx, const moe_tensor *w, const moe_tensor *bias, const float *x,
                         int64_t n_tok, float *out)
 {
     cpu_backend *cb = ctx;
-    mm_task t = {.cb = cb, .w = w, .bias = bias, .x = x, .y = out, .n_tok = n_tok};
-    atomic_init(&t.next[0], 0);
-    atomic_init(&t.next[1], 0);
+    mm_task t = {.cb = cb, .w = w, .x = x, .y = out, .n_tok = n_tok};
     mm_job_init(&t.job, cb, w, NULL, x, cb->xq, n_tok, out, NULL);
+    t.job.bias = bias ? bias->data : NULL;
     cpu_mm_plan(&t.job, 1, cb->n_threads);
+    t.quant_in_task = mm_prequantize(cb, w, x, n_tok, &t.job);
     moe_threadpool_run(cb->pool, mul_mat_task, &t);
 }
 
@@ -505,32 +578,28 @@ static void cpu_mul_mat(void *ctx, const moe_tensor *w, const moe_tensor *bias, 
  * hidden activations are quantised per token, then down. */
 static void ffn_task(void *arg, int ith, int nth)
 {
+    (void)ith;
+    (void)nth;
     mm_task *t = arg;
     cpu_backend *cb = t->cb;
     const moe_tensor *gate = t->w, *down = t->w3;
     const int64_t n_ff = gate->ne[1];
-    if (moe_cpu_vec_type(gate->type) != MOE_TYPE_F32) {
-        cpu_quantize_rows(cb, gate->type, t->x, gate->ne[0], gate->ne[0], t->n_tok, cb->xq,
-                          t->job.xs, ith, nth);
-        moe_threadpool_barrier(cb->pool);
-    }
-    cpu_mm_work(&t->job, 1, t->job.n_items, &t->next[0]);
-    moe_threadpool_barrier(cb->pool);
+    if (t->quant_in_task)
+        cpu_quantize_phase(cb, gate->type, t->x, gate->ne[0], gate->ne[0], t->n_tok, cb->xq,
+                           t->job.xs, &t->ph[0]);
+    cpu_mm_phase(&t->job, 1, t->job.n_items, &t->ph[1]);
 
     const bool quant = moe_cpu_vec_type(down->type) != MOE_TYPE_F32;
-    const size_t hs = quant ? moe_cpu_vec_row_bytes(down->type, n_ff) : (size_t)n_ff * sizeof(float);
-    for (int64_t tok = ith; tok < t->n_tok; tok += nth) {
+    int64_t tok;
+    while (cpu_phase_claim(&t->ph[2], t->n_tok, &tok)) {
         cpu_swiglu(cb->ffn_gate + tok * n_ff, cb->ffn_up + tok * n_ff, n_ff);
         if (quant)
             moe_cpu_quantize_vec(cb->k, down->type, cb->ffn_gate + tok * n_ff,
-                                 cb->ffn_hq + (size_t)tok * hs, n_ff);
+                                 cb->ffn_hq + (size_t)tok * t->down.xs, n_ff);
+        cpu_phase_done(&t->ph[2]);
     }
-    moe_threadpool_barrier(cb->pool);
-    /* The down job is planned identically on every thread (same inputs). */
-    cpu_mm_job dj;
-    mm_job_init(&dj, cb, down, NULL, cb->ffn_gate, cb->ffn_hq, t->n_tok, t->y, NULL);
-    cpu_mm_plan(&dj, 1, nth);
-    cpu_mm_work(&dj, 1, dj.n_items, &t->next[1]);
+    cpu_phase_wait(&t->ph[2], t->n_tok);
+    cpu_mm_phase(&t->down, 1, t->down.n_items, &t->ph[3]);
 }
 
 static void cpu_ffn(void *ctx, const moe_tensor *gate, const moe_tensor *up,
@@ -538,10 +607,11 @@ static void cpu_ffn(void *ctx, const moe_tensor *gate, const moe_tensor *up,
 {
     cpu_backend *cb = ctx;
     mm_task t = {.cb = cb, .w = gate, .w2 = up, .w3 = down, .x = x, .y = out, .n_tok = n_tok};
-    atomic_init(&t.next[0], 0);
-    atomic_init(&t.next[1], 0);
     mm_job_init(&t.job, cb, gate, up, x, cb->xq, n_tok, cb->ffn_gate, cb->ffn_up);
     cpu_mm_plan(&t.job, 1, cb->n_threads);
+    mm_job_init(&t.down, cb, down, NULL, cb->ffn_gate, cb->ffn_hq, n_tok, out, NULL);
+    cpu_mm_plan(&t.down, 1, cb->n_threads);
+    t.quant_in_task = mm_prequantize(cb, gate, x, n_tok, &t.job);
     moe_threadpool_run(cb->pool, ffn_task, &t);
 }
 

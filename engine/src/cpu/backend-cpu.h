@@ -3,10 +3,14 @@
  * backend-cpu.c (the table, buffers, small operations, products),
  * attention.c and moe-ffn.c. Not used outside engine/src/cpu/.
  *
- * Every operation runs as one task on the thread pool; work inside a task
- * is split into items that threads claim from an atomic counter, so a
- * thread slowed by another process on the same core does not hold the
- * others up. All scratch is allocated by reserve() from the context's
+ * Every operation runs as one task on the thread pool. A task is a
+ * sequence of phases; each phase's work is a number of items that the
+ * threads present claim from an atomic counter, and a phase ends when all
+ * its items are done (cpu_phase). No step waits for a particular thread,
+ * because the pool does not promise that every worker joins (threadpool.h):
+ * a thread descheduled by another process costs at most the item it holds.
+ * Tiny operations (one decode token) run on the caller without waking the
+ * workers. All scratch is allocated by reserve() from the context's
  * limits; operations never allocate.
  */
 #ifndef MOE_CPU_BACKEND_CPU_H
@@ -18,9 +22,30 @@
 
 #include <stdatomic.h>
 
+/* A phase of a task: items [0, n) are claimed through `next`; `done`
+ * counts finished ones. Zero-initialise before the task runs. */
+typedef struct cpu_phase {
+    atomic_long next, done;
+} cpu_phase;
+
+/* Claims the next item; false when none are left. */
+static inline bool cpu_phase_claim(cpu_phase *ph, int64_t n, int64_t *item)
+{
+    *item = atomic_fetch_add_explicit(&ph->next, 1, memory_order_relaxed);
+    return *item < n;
+}
+
+static inline void cpu_phase_done(cpu_phase *ph)
+{
+    atomic_fetch_add_explicit(&ph->done, 1, memory_order_release);
+}
+
+/* Waits until all n items of the phase are done (by whichever threads). */
+void cpu_phase_wait(cpu_phase *ph, int64_t n);
+
 /* One matrix product job: y (+ y2) = rows of w (and w2) times columns of
- * x, with the layout of moe_mm_fn. Several jobs (one per expert) can run in
- * one parallel phase. */
+ * x, with the layout of moe_mm_fn, plus bias[row] when bias is set.
+ * Several jobs (one per expert) can run in one parallel phase. */
 typedef struct cpu_mm_job {
     moe_mm_fn      mm;
     int64_t        n;        /* row length in elements           */
@@ -32,6 +57,7 @@ typedef struct cpu_mm_job {
     int64_t        nc;
     float         *y, *y2;
     size_t         ys;
+    const float   *bias;     /* optional, [nr]                  */
     /* set by cpu_mm_plan: */
     int64_t        rows_per_item, cols_per_item, n_items, first_item;
 } cpu_mm_job;
@@ -78,15 +104,15 @@ typedef struct cpu_backend {
 
 /* Fills rows_per_item etc. of each job and returns the total item count. */
 int64_t cpu_mm_plan(cpu_mm_job *jobs, int n_jobs, int nth);
-/* Claims items from `next` (zero at the start of the phase) until none are
- * left; called by every thread of a task. */
-void    cpu_mm_work(const cpu_mm_job *jobs, int n_jobs, int64_t n_items, atomic_long *next);
+/* Runs the phase's items (claimed from ph) until none are left, then waits
+ * for the phase to finish. */
+void    cpu_mm_phase(const cpu_mm_job *jobs, int n_jobs, int64_t n_items, cpu_phase *ph);
 
-/* Quantises n rows of x (row_len floats, stride x_stride floats) into dst
- * (dst_stride bytes) for weights of type t, rows split over threads. */
-void cpu_quantize_rows(cpu_backend *cb, moe_type t, const float *x, int64_t x_stride,
-                       int64_t row_len, int64_t n, uint8_t *dst, size_t dst_stride,
-                       int ith, int nth);
+/* Quantises rows [0, n) of x (row_len floats, stride x_stride floats) into
+ * dst (dst_stride bytes) for weights of type t, as a phase over rows. */
+void cpu_quantize_phase(cpu_backend *cb, moe_type t, const float *x, int64_t x_stride,
+                        int64_t row_len, int64_t n, uint8_t *dst, size_t dst_stride,
+                        cpu_phase *ph);
 
 /* Operations implemented in their own files. */
 void cpu_attention(void *ctx, const moe_attn_args *a, const float *q, const float *k,

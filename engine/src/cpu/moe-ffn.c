@@ -14,10 +14,11 @@
  * The batch's (token, slot) pairs are grouped by expert (a counting sort),
  * so each expert's weights stream through the cache once per step, meeting
  * all the tokens that chose it as the columns of one matrix product. One
- * task on the thread pool, phases separated by barriers:
+ * task on the thread pool, in phases (backend-cpu.h: items claimed by
+ * whichever threads are present, each phase ends when its items are done):
  *   0 router product          3 gate and up products (both per item)
  *   1 routing + grouping      4 SwiGLU and quantise the hidden rows
- *     (thread 0, cheap)       5 down products
+ *     (one item, cheap)       5 down products
  *   2 quantise grouped inputs 6 weighted sum per token
  */
 #include "backend-cpu.h"
@@ -36,9 +37,10 @@ typedef struct moe_task {
     size_t      xs, hs; /* grouped input / hidden row bytes */
     bool        x_quant, h_quant;
     cpu_mm_job  router;
+    bool        router_quant_in_task;
     int         n_jobs;  /* active experts */
     int64_t     items_gu, items_down;
-    atomic_long next[3];
+    cpu_phase   ph[8];
 } moe_task;
 
 /* Softmax over the experts, top-k (ties to the lower index), weights. */
@@ -143,65 +145,67 @@ static void moe_route_and_plan(moe_task *t, int nth)
 
 static void moe_ffn_task(void *arg, int ith, int nth)
 {
+    (void)ith;
     moe_task *t = arg;
     cpu_backend *cb = t->cb;
     const moe_moe_args *a = t->a;
     const int64_t k = t->n_used, n_pairs = t->n_tok * t->n_used;
+    int64_t i;
 
-    /* 0: router logits */
-    if (moe_cpu_vec_type(a->gate_inp->type) != MOE_TYPE_F32) {
-        cpu_quantize_rows(cb, a->gate_inp->type, t->x, t->n_embd, t->n_embd, t->n_tok, cb->xq,
-                          t->router.xs, ith, nth);
-        moe_threadpool_barrier(cb->pool);
-    }
-    cpu_mm_work(&t->router, 1, t->router.n_items, &t->next[0]);
-    moe_threadpool_barrier(cb->pool);
+    /* 0: router logits (inputs quantised on the caller when few) */
+    if (t->router_quant_in_task)
+        cpu_quantize_phase(cb, a->gate_inp->type, t->x, t->n_embd, t->n_embd, t->n_tok, cb->xq,
+                           t->router.xs, &t->ph[0]);
+    cpu_mm_phase(&t->router, 1, t->router.n_items, &t->ph[1]);
 
-    /* 1: routing and grouping */
-    if (ith == 0)
+    /* 1: routing and grouping: one item, whoever gets it */
+    if (cpu_phase_claim(&t->ph[2], 1, &i)) {
         moe_route_and_plan(t, nth);
-    moe_threadpool_barrier(cb->pool);
+        cpu_phase_done(&t->ph[2]);
+    }
+    cpu_phase_wait(&t->ph[2], 1);
 
     /* 2: grouped inputs */
-    for (int64_t p = ith; p < n_pairs; p += nth) {
-        const float *src = t->x + cb->pair_tok[p] * t->n_embd;
-        uint8_t *dst = cb->moe_xq + (size_t)p * t->xs;
+    while (cpu_phase_claim(&t->ph[3], n_pairs, &i)) {
+        const float *src = t->x + cb->pair_tok[i] * t->n_embd;
+        uint8_t *dst = cb->moe_xq + (size_t)i * t->xs;
         if (t->x_quant)
             moe_cpu_quantize_vec(cb->k, a->gate_exps->type, src, dst, t->n_embd);
         else
             memcpy(dst, src, (size_t)t->n_embd * sizeof(float));
+        cpu_phase_done(&t->ph[3]);
     }
-    moe_threadpool_barrier(cb->pool);
+    cpu_phase_wait(&t->ph[3], n_pairs);
 
     /* 3: gate and up */
-    cpu_mm_work(cb->jobs, t->n_jobs, t->items_gu, &t->next[1]);
-    moe_threadpool_barrier(cb->pool);
+    cpu_mm_phase(cb->jobs, t->n_jobs, t->items_gu, &t->ph[4]);
 
     /* 4: SwiGLU, hidden rows quantised for down */
-    for (int64_t p = ith; p < n_pairs; p += nth) {
-        float *g = cb->moe_gate + p * t->n_ff;
-        cpu_swiglu(g, cb->moe_up + p * t->n_ff, t->n_ff);
+    while (cpu_phase_claim(&t->ph[5], n_pairs, &i)) {
+        float *g = cb->moe_gate + i * t->n_ff;
+        cpu_swiglu(g, cb->moe_up + i * t->n_ff, t->n_ff);
         if (t->h_quant)
-            moe_cpu_quantize_vec(cb->k, a->down_exps->type, g, cb->moe_hq + (size_t)p * t->hs,
-                                 t->n_ff);
+            moe_cpu_quantize_vec(cb->k, a->down_exps->type, g, cb->moe_hq + (size_t)i * t->hs, t->n_ff);
+        cpu_phase_done(&t->ph[5]);
     }
-    moe_threadpool_barrier(cb->pool);
+    cpu_phase_wait(&t->ph[5], n_pairs);
 
     /* 5: down */
-    cpu_mm_work(cb->jobs + t->n_expert, t->n_jobs, t->items_down, &t->next[2]);
-    moe_threadpool_barrier(cb->pool);
+    cpu_mm_phase(cb->jobs + t->n_expert, t->n_jobs, t->items_down, &t->ph[6]);
 
     /* 6: weighted sum, slots in routing order */
-    for (int64_t tok = ith; tok < t->n_tok; tok += nth) {
-        float *o = t->out + tok * t->n_embd;
+    while (cpu_phase_claim(&t->ph[7], t->n_tok, &i)) {
+        float *o = t->out + i * t->n_embd;
         memset(o, 0, (size_t)t->n_embd * sizeof(float));
         for (int64_t s = 0; s < k; s++) {
-            const float w = cb->sel_w[tok * k + s];
-            const float *src = cb->moe_out + (int64_t)cb->pair_of[tok * k + s] * t->n_embd;
-            for (int64_t i = 0; i < t->n_embd; i++)
-                o[i] += w * src[i];
+            const float w = cb->sel_w[i * k + s];
+            const float *src = cb->moe_out + (int64_t)cb->pair_of[i * k + s] * t->n_embd;
+            for (int64_t e = 0; e < t->n_embd; e++)
+                o[e] += w * src[e];
         }
+        cpu_phase_done(&t->ph[7]);
     }
+    cpu_phase_wait(&t->ph[7], t->n_tok);
 }
 
 void cpu_moe_ffn(void *ctx, const moe_moe_args *a, const float *x, int64_t n_tok, float *out)
@@ -214,8 +218,6 @@ void cpu_moe_ffn(void *ctx, const moe_moe_args *a, const float *x, int64_t n_tok
         .n_expert = a->gate_exps->ne[2],
         .n_used = a->n_expert_used,
     };
-    for (int i = 0; i < 3; i++)
-        atomic_init(&t.next[i], 0);
     t.x_quant = moe_cpu_vec_type(a->gate_exps->type) != MOE_TYPE_F32;
     t.h_quant = moe_cpu_vec_type(a->down_exps->type) != MOE_TYPE_F32;
     t.xs = t.x_quant ? moe_cpu_vec_row_bytes(a->gate_exps->type, t.n_embd)
@@ -233,5 +235,10 @@ void cpu_moe_ffn(void *ctx, const moe_moe_args *a, const float *x, int64_t n_tok
         .nc = n_tok, .y = cb->router, .ys = (size_t)gi->ne[1],
     };
     cpu_mm_plan(&t.router, 1, cb->n_threads);
+    t.router_quant_in_task = gq && n_tok > 4;
+    if (gq && !t.router_quant_in_task)
+        for (int64_t r = 0; r < n_tok; r++)
+            moe_cpu_quantize_vec(cb->k, gi->type, x + r * gi->ne[0], cb->xq + (size_t)r * t.router.xs,
+                                 gi->ne[0]);
     moe_threadpool_run(cb->pool, moe_ffn_task, &t);
 }

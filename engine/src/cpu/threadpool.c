@@ -2,9 +2,14 @@
  * threadpool.c — persistent worker threads for the CPU backend (see
  * threadpool.h for why). One generation counter announces a new task;
  * workers spin on it for a bounded number of polls, then sleep on a
- * condition variable. The main thread, after doing its own share, spins
- * (yielding) until the done-counter reaches nth - 1. The barrier inside
- * tasks is a sense-reversing counter barrier on atomics.
+ * condition variable.
+ *
+ * Joining: `state` holds a CLOSED bit and the number of workers inside the
+ * current task. A worker joins with a compare-and-swap that fails once
+ * CLOSED is set; the caller, after its own call, sets CLOSED and waits for
+ * the count to drain. So a worker either runs the task completely while
+ * the caller waits, or not at all, and a late worker never sees a task
+ * whose arguments are gone.
  *
  * Lost-wakeup argument: a worker re-checks the generation under the mutex
  * before it waits, and the main thread bumps the generation before taking
@@ -58,17 +63,18 @@ struct moe_threadpool {
 
     moe_task_fn task_fn;
     void       *task_arg;
+    int         task_gen;   /* generation task_fn belongs to */
     atomic_int  generation; /* bumped once per run           */
-    atomic_int  n_done;     /* workers finished this run     */
+    atomic_int  state;      /* TP_CLOSED | workers inside    */
     atomic_bool stop;
 
     tp_mutex    mutex;
     tp_cond     cond;
     int         n_sleeping; /* guarded by mutex              */
 
-    atomic_int  barrier_count;
-    atomic_int  barrier_phase;
 };
+
+#define TP_CLOSED 0x40000000
 
 static void tp_lock(tp_mutex *m)
 {
@@ -127,6 +133,11 @@ static void tp_relax(unsigned i)
         tp_pause();
 }
 
+void moe_threadpool_relax(unsigned i)
+{
+    tp_relax(i);
+}
+
 int moe_cpu_count(void)
 {
 #ifdef _WIN32
@@ -174,8 +185,24 @@ static void *tp_worker_main(void *p)
         seen = tp_wait_generation(pool, seen);
         if (atomic_load_explicit(&pool->stop, memory_order_acquire))
             break;
+        /* join unless the caller has already closed the task */
+        int st = atomic_load_explicit(&pool->state, memory_order_acquire);
+        bool joined = false;
+        while (!(st & TP_CLOSED)) {
+            if (atomic_compare_exchange_weak_explicit(&pool->state, &st, st + 1,
+                                                      memory_order_acq_rel,
+                                                      memory_order_acquire)) {
+                joined = true;
+                break;
+            }
+        }
+        if (!joined)
+            continue;
+        /* The task may be newer than the generation that woke us; remember
+         * the one we run so we do not run it twice. */
+        seen = pool->task_gen;
         pool->task_fn(pool->task_arg, w->ith, pool->n_threads);
-        atomic_fetch_add_explicit(&pool->n_done, 1, memory_order_acq_rel);
+        atomic_fetch_sub_explicit(&pool->state, 1, memory_order_acq_rel);
     }
 #ifdef _WIN32
     return 0;
@@ -202,10 +229,8 @@ moe_status moe_threadpool_new(int n_threads, moe_threadpool **out, moe_err *err)
         return moe_fail(err, MOE_ERR_NOMEM, "thread pool: out of memory");
     pool->n_threads = n_threads;
     atomic_init(&pool->generation, 0);
-    atomic_init(&pool->n_done, 0);
+    atomic_init(&pool->state, TP_CLOSED);
     atomic_init(&pool->stop, false);
-    atomic_init(&pool->barrier_count, 0);
-    atomic_init(&pool->barrier_phase, 0);
 #ifdef _WIN32
     InitializeSRWLock(&pool->mutex);
     InitializeConditionVariable(&pool->cond);
@@ -277,32 +302,20 @@ void moe_threadpool_run(moe_threadpool *pool, moe_task_fn fn, void *arg)
         fn(arg, 0, 1);
         return;
     }
+    /* The previous run ended CLOSED with nobody inside, so nobody reads
+     * these until the state reopens below (release). */
+    const int gen = atomic_load_explicit(&pool->generation, memory_order_relaxed) + 1;
     pool->task_fn = fn;
     pool->task_arg = arg;
-    atomic_store_explicit(&pool->n_done, 0, memory_order_relaxed);
-    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_acq_rel);
+    pool->task_gen = gen;
+    atomic_store_explicit(&pool->state, 0, memory_order_release);
+    atomic_store_explicit(&pool->generation, gen, memory_order_release);
     tp_wake_all(pool);
 
     fn(arg, 0, pool->n_threads);
 
-    int need = pool->n_threads - 1;
+    atomic_fetch_or_explicit(&pool->state, TP_CLOSED, memory_order_acq_rel);
     for (unsigned spins = 0;
-         atomic_load_explicit(&pool->n_done, memory_order_acquire) < need; spins++)
-        tp_relax(spins);
-}
-
-void moe_threadpool_barrier(moe_threadpool *pool)
-{
-    int nth = pool->n_threads;
-    if (nth == 1)
-        return;
-    int phase = atomic_load_explicit(&pool->barrier_phase, memory_order_acquire);
-    if (atomic_fetch_add_explicit(&pool->barrier_count, 1, memory_order_acq_rel) == nth - 1) {
-        atomic_store_explicit(&pool->barrier_count, 0, memory_order_relaxed);
-        atomic_fetch_add_explicit(&pool->barrier_phase, 1, memory_order_acq_rel);
-        return;
-    }
-    for (unsigned spins = 0;
-         atomic_load_explicit(&pool->barrier_phase, memory_order_acquire) == phase; spins++)
+         (atomic_load_explicit(&pool->state, memory_order_acquire) & ~TP_CLOSED) != 0; spins++)
         tp_relax(spins);
 }
