@@ -26,6 +26,9 @@
 #include <math.h>
 #include <string.h>
 
+/* Up to this many tokens the cheap steps run on the caller. */
+#define MOE_FEW_TOKENS 4
+
 typedef struct moe_task {
     cpu_backend        *cb;
     const moe_moe_args *a;
@@ -38,6 +41,7 @@ typedef struct moe_task {
     bool        x_quant, h_quant;
     cpu_mm_job  router;
     bool        router_quant_in_task;
+    bool        prepared; /* phases 0-2 and 6 done by the caller (decode) */
     int         n_jobs;  /* active experts */
     int64_t     items_gu, items_down;
     cpu_phase   ph[8];
@@ -143,14 +147,44 @@ static void moe_route_and_plan(moe_task *t, int nth)
     t->items_down = cpu_mm_plan(dn, n, nth);
 }
 
+/* out[tok] = sum of the chosen experts' outputs, slots in routing order. */
+static void moe_combine_token(const moe_task *t, int64_t tok)
+{
+    const cpu_backend *cb = t->cb;
+    const int64_t k = t->n_used;
+    float *o = t->out + tok * t->n_embd;
+    memset(o, 0, (size_t)t->n_embd * sizeof(float));
+    for (int64_t s = 0; s < k; s++) {
+        const float w = cb->sel_w[tok * k + s];
+        const float *src = cb->moe_out + (int64_t)cb->pair_of[tok * k + s] * t->n_embd;
+        for (int64_t e = 0; e < t->n_embd; e++)
+            o[e] += w * src[e];
+    }
+}
+
+/* Quantises (or copies) the input row of grouped pair p. */
+static void moe_group_input(const moe_task *t, int64_t p)
+{
+    const cpu_backend *cb = t->cb;
+    const float *src = t->x + cb->pair_tok[p] * t->n_embd;
+    uint8_t *dst = cb->moe_xq + (size_t)p * t->xs;
+    if (t->x_quant)
+        moe_cpu_quantize_vec(cb->k, t->a->gate_exps->type, src, dst, t->n_embd);
+    else
+        memcpy(dst, src, (size_t)t->n_embd * sizeof(float));
+}
+
 static void moe_ffn_task(void *arg, int ith, int nth)
 {
     (void)ith;
     moe_task *t = arg;
     cpu_backend *cb = t->cb;
     const moe_moe_args *a = t->a;
-    const int64_t k = t->n_used, n_pairs = t->n_tok * t->n_used;
+    const int64_t n_pairs = t->n_tok * t->n_used;
     int64_t i;
+
+    if (t->prepared)
+        goto experts;
 
     /* 0: router logits (inputs quantised on the caller when few) */
     if (t->router_quant_in_task)
@@ -167,16 +201,12 @@ static void moe_ffn_task(void *arg, int ith, int nth)
 
     /* 2: grouped inputs */
     while (cpu_phase_claim(&t->ph[3], n_pairs, &i)) {
-        const float *src = t->x + cb->pair_tok[i] * t->n_embd;
-        uint8_t *dst = cb->moe_xq + (size_t)i * t->xs;
-        if (t->x_quant)
-            moe_cpu_quantize_vec(cb->k, a->gate_exps->type, src, dst, t->n_embd);
-        else
-            memcpy(dst, src, (size_t)t->n_embd * sizeof(float));
+        moe_group_input(t, i);
         cpu_phase_done(&t->ph[3]);
     }
     cpu_phase_wait(&t->ph[3], n_pairs);
 
+experts:
     /* 3: gate and up */
     cpu_mm_phase(cb->jobs, t->n_jobs, t->items_gu, &t->ph[4]);
 
@@ -193,16 +223,11 @@ static void moe_ffn_task(void *arg, int ith, int nth)
     /* 5: down */
     cpu_mm_phase(cb->jobs + t->n_expert, t->n_jobs, t->items_down, &t->ph[6]);
 
-    /* 6: weighted sum, slots in routing order */
+    /* 6: weighted sum */
+    if (t->prepared)
+        return;
     while (cpu_phase_claim(&t->ph[7], t->n_tok, &i)) {
-        float *o = t->out + i * t->n_embd;
-        memset(o, 0, (size_t)t->n_embd * sizeof(float));
-        for (int64_t s = 0; s < k; s++) {
-            const float w = cb->sel_w[i * k + s];
-            const float *src = cb->moe_out + (int64_t)cb->pair_of[i * k + s] * t->n_embd;
-            for (int64_t e = 0; e < t->n_embd; e++)
-                o[e] += w * src[e];
-        }
+        moe_combine_token(t, i);
         cpu_phase_done(&t->ph[7]);
     }
     cpu_phase_wait(&t->ph[7], t->n_tok);
@@ -235,10 +260,24 @@ void cpu_moe_ffn(void *ctx, const moe_moe_args *a, const float *x, int64_t n_tok
         .nc = n_tok, .y = cb->router, .ys = (size_t)gi->ne[1],
     };
     cpu_mm_plan(&t.router, 1, cb->n_threads);
-    t.router_quant_in_task = gq && n_tok > 4;
-    if (gq && !t.router_quant_in_task)
-        for (int64_t r = 0; r < n_tok; r++)
-            moe_cpu_quantize_vec(cb->k, gi->type, x + r * gi->ne[0], cb->xq + (size_t)r * t.router.xs,
-                                 gi->ne[0]);
+    if (n_tok > MOE_FEW_TOKENS) {
+        t.router_quant_in_task = gq;
+        moe_threadpool_run(cb->pool, moe_ffn_task, &t);
+        return;
+    }
+    /* Few tokens (decode): the router, the routing and the grouped inputs
+     * are a few microseconds of work, cheaper on the caller than three
+     * synchronisation points; the workers only see the expert products. */
+    for (int64_t r = 0; gq && r < n_tok; r++)
+        moe_cpu_quantize_vec(cb->k, gi->type, x + r * gi->ne[0], cb->xq + (size_t)r * t.router.xs,
+                             gi->ne[0]);
+    t.router.mm(t.router.n, t.router.w, t.router.ws, t.router.nr, t.router.x, t.router.xs,
+                t.router.nc, t.router.y, t.router.ys);
+    moe_route_and_plan(&t, cb->n_threads);
+    for (int64_t p = 0; p < n_tok * t.n_used; p++)
+        moe_group_input(&t, p);
+    t.prepared = true;
     moe_threadpool_run(cb->pool, moe_ffn_task, &t);
+    for (int64_t tok = 0; tok < n_tok; tok++)
+        moe_combine_token(&t, tok);
 }
