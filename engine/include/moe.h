@@ -348,7 +348,10 @@ moe_detok *moe_detok_new(const moe_vocab *vocab, bool render_special);
 void       moe_detok_free(moe_detok *d);
 /* Appends the text `id` completes to `out` (capacity `cap`, at most
  * cap-1 bytes plus NUL). Returns bytes written, or -1 for an invalid id or a
- * too-small buffer (64 bytes plus the longest token always suffice). */
+ * too-small buffer (then nothing is consumed). Ill-formed bytes come out as
+ * U+FFFD, 3 bytes each, so 16 bytes plus 3 x the token's piece length
+ * (moe_token_to_piece) always suffice; 64 plus the piece length suffice
+ * whenever the piece holds no ill-formed bytes. */
 int64_t    moe_detok_push(moe_detok *d, int32_t id, char *out, size_t cap);
 /* Emits what is held (incomplete sequences as U+FFFD) and resets. */
 int64_t    moe_detok_flush(moe_detok *d, char *out, size_t cap);
