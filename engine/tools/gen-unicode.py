@@ -15,8 +15,10 @@ tables) use Unicode 15.1, which only added code points. UNICODE_15_1_ADDED
 below lists those additions (from the Unicode 15.1 DerivedAge data) so the
 generated table describes 15.1.
 
-usage: gen-unicode.py [UCD_DIR] [OUTPUT]   (defaults: /usr/share/unicode,
-       engine/src/unicode-data.c beside this script)
+usage: gen-unicode.py [UCD_DIR] [OUTPUT] [--compare COMMITTED]
+  defaults: /usr/share/unicode, engine/src/unicode-data.c beside this script;
+  --compare: after writing OUTPUT, exit 1 unless it equals COMMITTED (the
+  test that keeps the committed table in step with its generator).
 """
 import os
 import sys
@@ -94,8 +96,14 @@ def read_white_space(path):
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    ucd = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/unicode"
-    out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, "..", "src", "unicode-data.c")
+    args = sys.argv[1:]
+    compare = None
+    if "--compare" in args:
+        k = args.index("--compare")
+        compare = args[k + 1]
+        del args[k:k + 2]
+    ucd = args[0] if len(args) > 0 else "/usr/share/unicode"
+    out = args[1] if len(args) > 1 else os.path.join(here, "..", "src", "unicode-data.c")
 
     props = read_categories(os.path.join(ucd, "UnicodeData.txt"))
     for cp in read_white_space(os.path.join(ucd, "PropList.txt")):
@@ -139,6 +147,13 @@ def main():
     text = "\n".join(lines) + "\n"
     with open(out, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
+    if compare is not None:
+        with open(compare, encoding="utf-8") as f:
+            committed = f.read()
+        if committed != text:
+            sys.exit("gen-unicode: %s differs from the generator's output %s; rerun "
+                     "engine/tools/gen-unicode.py and commit the result" % (compare, out))
+        print("unicode-data.c matches the generator (%d bytes)" % len(text))
 
 
 if __name__ == "__main__":
