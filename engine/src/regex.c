@@ -745,12 +745,13 @@ static inline bool set_has(const moe_regex *re, const cset *s, uint32_t v)
         in = (s->ascii[v >> 6] >> (v & 63)) & 1;
     } else {
         in = false;
-        const range *r = re->ranges + s->first;
-        for (uint32_t k = 0; k < s->count; k++)
-            if (v >= r[k].lo && v <= r[k].hi) {
+        for (uint32_t k = 0; k < s->count; k++) {
+            const range *r = &re->ranges[s->first + k];
+            if (v >= r->lo && v <= r->hi) {
                 in = true;
                 break;
             }
+        }
     }
     return in != s->neg;
 }
