@@ -134,3 +134,14 @@ void moe_pairmap_put(moe_pairmap *m, int32_t left, int32_t right, int32_t rank, 
         h++;
     }
 }
+
+uint64_t moe_char_pair_hash(const char *a, size_t na, const char *b, size_t nb)
+{
+    unsigned char buf[10];
+    buf[0] = (unsigned char)na;
+    memcpy(buf + 1, a, na);
+    buf[1 + na] = (unsigned char)nb;
+    memcpy(buf + 2 + na, b, nb);
+    uint64_t h = moe_hash_bytes(buf, 2 + na + nb);
+    return h ? h : 1;
+}

@@ -41,6 +41,7 @@ void moe_vocab_free(moe_vocab *v)
     free(v->extra_blob);
     free(v->extra_off);
     free(v->extra_len);
+    free(v->spm_bridges);
     free(v);
 }
 
@@ -383,6 +384,8 @@ moe_status moe_vocab_build(const moe_vocab_desc *d, moe_vocab **out, moe_err *er
             int32_t id = moe_strmap_get(&v->map, name, 6);
             v->spm_byte_tok[b] = id >= 0 ? id : moe_strmap_get(&v->map, &one, 1);
         }
+        if ((st = moe_spm_build_bridges(v, err)) != MOE_OK)
+            goto fail;
     }
     if ((st = build_pieces(v, err)) != MOE_OK)
         goto fail;

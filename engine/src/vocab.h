@@ -107,6 +107,11 @@ struct moe_vocab {
 
     /* SentencePiece. */
     int32_t spm_byte_tok[256]; /* <0xXX> (or the raw byte) token, -1 */
+    /* Hashes of every pair of adjacent characters inside a token's text. A
+     * boundary between two characters whose pair is absent can never be
+     * merged across, so the text splits there into independent runs. */
+    uint64_t *spm_bridges;
+    uint64_t  spm_bridges_mask;
 };
 
 /* Plain description of a vocabulary, what moe_vocab_load reads from GGUF;
@@ -130,6 +135,8 @@ typedef struct moe_vocab_desc {
 moe_status moe_vocab_build(const moe_vocab_desc *desc, moe_vocab **out, moe_err *err);
 
 /* Maps (vocab-map.c). */
+/* Hash of two adjacent characters (byte strings of 1..4 bytes); never 0. */
+uint64_t moe_char_pair_hash(const char *a, size_t na, const char *b, size_t nb);
 uint64_t moe_hash_bytes(const void *p, size_t n);
 int      moe_strmap_init(moe_strmap *m, size_t n_keys);
 void     moe_strmap_free(moe_strmap *m);
@@ -177,6 +184,7 @@ moe_bpe_scratch *moe_bpe_scratch_new(void);
 void             moe_bpe_scratch_free(moe_bpe_scratch *s);
 moe_status moe_bpe_tokenize(const moe_vocab *v, const char *text, size_t len,
                             moe_bpe_scratch *s, moe_emit *e, moe_err *err);
+moe_status moe_spm_build_bridges(moe_vocab *v, moe_err *err);
 moe_status moe_spm_tokenize(const moe_vocab *v, const char *text, size_t len, bool prefix_space,
                             moe_emit *e, moe_err *err);
 

@@ -230,6 +230,8 @@ static void test_spm(void)
     int sp_ab = add_tok("\xe2\x96\x81" "ab", 1, -4.0f);
     int ba = add_tok("ba", 1, -3.0f);
     int sp_b = add_tok("\xe2\x96\x81" "b", 1, -3.0f);
+    int b_sp = add_tok("b\xe2\x96\x81", 1, -0.2f);
+    int b_sp_a = add_tok("b\xe2\x96\x81" "a", 1, -0.1f);
     (void)unk;
     (void)sp;
     (void)sp_a;
@@ -257,6 +259,10 @@ static void test_spm(void)
     CHECK_IDS(v, "ab", MOE_TOKENIZE_ADD_SPECIAL, bos, sp_ab);
     /* Ties go left: "▁b", "ba" and "ab" all score -3 in "▁bab". */
     CHECK_IDS(v, "bab", 0, sp_b, ab);
+    /* A token across a space: the run is not cut between "b" and "▁". */
+    CHECK_IDS(v, "b a", 0, sp, b_sp_a);
+    CHECK_IDS(v, "bb a", 0, sp_b, b_sp_a);
+    (void)b_sp;
     /* No token for 'c': byte fallback; an ill-formed run stays one symbol. */
     CHECK_IDS(v, "c", 0, sp, bytes0 + 'c');
     CHECK_IDS(v, "\xe4" "a", 0, sp, bytes0 + 0xE4, bytes0 + 'a');
