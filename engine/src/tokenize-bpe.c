@@ -288,6 +288,9 @@ moe_status moe_bpe_tokenize(const moe_vocab *v, const char *text, size_t len,
         return st;
     size_t c = 0;
     for (size_t w = 0; w < n_words; w++) {
+        if (lens[w] > INT32_MAX / 4)
+            return moe_fail(err, MOE_ERR_UNSUPPORTED,
+                            "tokenizer: a %zu-character word is too long", lens[w]);
         if (reserve_syms(s, 4 * lens[w]))
             return moe_fail(err, MOE_ERR_NOMEM, "tokenizer: out of memory for a %zu-character word",
                             lens[w]);

@@ -13,9 +13,13 @@
  *     an ordinary token (SentencePiece: less its one prefix space, and only
  *     for text without a literal "▁", which reads back as a space);
  *   - the input bytes read as ids, streamed through moe_detok, always come
- *     out as well-formed UTF-8.
+ *     out as well-formed UTF-8;
+ *   - the hand-written pre-tokenizer splitters cut the decoded input exactly
+ *     as the regex engine running the same patterns does, and every
+ *     regex-only pre-tokenizer splits it into non-empty pieces that add up.
  */
 #include "moe.h"
+#include "pretok.h"
 #include "unicode.h"
 
 #include <stdint.h>
@@ -31,6 +35,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static moe_vocab *vocabs[2];
+
+/* Pre-tokenizers with hand-written splitters (checked against the regex
+ * engine) and some that only the regex engine runs. */
+static const char *const pre_pairs[] = {"gpt-2", "llama-bpe", "qwen2", "qwen35", "default"};
+static const char *const pre_regex[] = {"deepseek-llm", "deepseek-v3", "gpt-4o", "tekken",
+                                        "exaone-moe", "jais-2", "chameleon", "youtu"};
+#define N_PAIRS (sizeof pre_pairs / sizeof pre_pairs[0])
+#define N_REGEX (sizeof pre_regex / sizeof pre_regex[0])
+static moe_pretok *fast[N_PAIRS], *slow[N_PAIRS], *regex_only[N_REGEX];
 
 static moe_vocab *load(const char *dir, const char *name)
 {
@@ -59,6 +72,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         snprintf(dir, sizeof dir, "%s", MOE_FUZZ_VOCAB_DIR);
     vocabs[0] = load(dir, "ggml-vocab-qwen2.gguf");
     vocabs[1] = load(dir, "ggml-vocab-llama-spm.gguf");
+    moe_err err = {{0}};
+    for (size_t i = 0; i < N_PAIRS; i++)
+        if (moe_pretok_new(pre_pairs[i], 0, &fast[i], &err) != MOE_OK ||
+            moe_pretok_new(pre_pairs[i], MOE_PRETOK_NO_BUILTIN, &slow[i], &err) != MOE_OK)
+            abort();
+    for (size_t i = 0; i < N_REGEX; i++)
+        if (moe_pretok_new(pre_regex[i], 0, &regex_only[i], &err) != MOE_OK)
+            abort();
     return 0;
 }
 
@@ -182,11 +203,56 @@ static void check_vocab(const moe_vocab *v, const uint8_t *data, size_t size)
     free(text);
 }
 
+/* Splits with pt; returns a malloc'd copy of the piece lengths. */
+static size_t *split(const moe_pretok *pt, const uint32_t *cps, const uint8_t *props, size_t n,
+                     size_t *n_pieces)
+{
+    moe_pretok_buf buf = {0};
+    const size_t *lens;
+    moe_err err = {{0}};
+    FUZZ_ASSERT(moe_pretok_split(pt, cps, props, n, &buf, &lens, n_pieces, &err) == MOE_OK);
+    size_t *copy = malloc((*n_pieces + 1) * sizeof *copy), sum = 0;
+    FUZZ_ASSERT(copy != NULL);
+    for (size_t i = 0; i < *n_pieces; i++) {
+        FUZZ_ASSERT(lens[i] >= 1);
+        sum += lens[i];
+        copy[i] = lens[i];
+    }
+    FUZZ_ASSERT(sum == n);
+    moe_pretok_buf_free(&buf);
+    return copy;
+}
+
+static void check_pretok(const uint8_t *data, size_t size)
+{
+    uint32_t *cps = malloc((size + 1) * sizeof *cps);
+    uint8_t *props = malloc(size + 1);
+    FUZZ_ASSERT(cps && props);
+    size_t n = moe_utf8_decode_all(data, size, cps);
+    for (size_t i = 0; i < n; i++)
+        props[i] = moe_uprops(cps[i]);
+    for (size_t i = 0; i < N_PAIRS; i++) {
+        size_t na, nb;
+        size_t *a = split(fast[i], cps, props, n, &na);
+        size_t *b = split(slow[i], cps, props, n, &nb);
+        FUZZ_ASSERT(na == nb && memcmp(a, b, na * sizeof *a) == 0);
+        free(a);
+        free(b);
+    }
+    for (size_t i = 0; i < N_REGEX; i++) {
+        size_t np;
+        free(split(regex_only[i], cps, props, n, &np));
+    }
+    free(cps);
+    free(props);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > 4096)
         return 0;
     check_vocab(vocabs[0], data, size);
     check_vocab(vocabs[1], data, size);
+    check_pretok(data, size);
     return 0;
 }
