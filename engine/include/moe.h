@@ -488,6 +488,9 @@ int32_t        moe_vocab_n_tokens(const moe_vocab *vocab);
 int32_t        moe_vocab_special(const moe_vocab *vocab, moe_special which);
 bool           moe_vocab_add_bos(const moe_vocab *vocab);
 bool           moe_vocab_add_eos(const moe_vocab *vocab);
+/* The token's type as stored, with llama.cpp's corrections applied (texts
+ * that end generation, such as "<|im_end|>", and FIM/EOT texts become
+ * CONTROL); MOE_TOKEN_UNDEFINED for an id out of range. */
 moe_token_type moe_vocab_token_type(const moe_vocab *vocab, int32_t id);
 /* The token's stored text (byte-level BPE: the GPT-2 byte-mapped form). */
 moe_str        moe_vocab_token_text(const moe_vocab *vocab, int32_t id);
@@ -500,10 +503,13 @@ bool           moe_vocab_is_eog(const moe_vocab *vocab, int32_t id);
 #define MOE_TOKENIZE_PARSE_SPECIAL 2u /* text like "<|im_start|>" becomes the
                                          control token instead of plain text */
 
-/* Tokenizes `len` bytes of UTF-8 `text` (invalid UTF-8 is tokenized as
- * bytes, never rejected). Writes up to `cap` ids to `tokens` and the count to
- * `*n_tokens`; if `cap` is too small returns MOE_ERR_RANGE with `*n_tokens`
- * set to the number needed. */
+/* Tokenizes `len` bytes of UTF-8 `text` exactly as llama.cpp does (same ids
+ * for the same text and flags). Invalid UTF-8 is never rejected: byte-level
+ * BPE reads each ill-formed byte as U+FFFD (as llama.cpp does), SentencePiece
+ * falls back to byte tokens. Writes up to `cap` ids to `tokens` and the count
+ * to `*n_tokens`; if `cap` is too small returns MOE_ERR_RANGE with
+ * `*n_tokens` set to the number needed (`tokens` may be NULL when `cap` is
+ * 0, to count). Any number of threads may tokenize with one vocabulary. */
 moe_status moe_tokenize(const moe_vocab *vocab, const char *text, size_t len,
                         unsigned flags, int32_t *tokens, size_t cap,
                         size_t *n_tokens, moe_err *err);
@@ -524,7 +530,10 @@ moe_detok *moe_detok_new(const moe_vocab *vocab, bool render_special);
 void       moe_detok_free(moe_detok *d);
 /* Appends the text `id` completes to `out` (capacity `cap`, at most
  * cap-1 bytes plus NUL). Returns bytes written, or -1 for an invalid id or a
- * too-small buffer (64 bytes plus the longest token always suffice). */
+ * too-small buffer (then nothing is consumed). Ill-formed bytes come out as
+ * U+FFFD, 3 bytes each, so 16 bytes plus 3 x the token's piece length
+ * (moe_token_to_piece) always suffice; 64 plus the piece length suffice
+ * whenever the piece holds no ill-formed bytes. */
 int64_t    moe_detok_push(moe_detok *d, int32_t id, char *out, size_t cap);
 /* Emits what is held (incomplete sequences as U+FFFD) and resets. */
 int64_t    moe_detok_flush(moe_detok *d, char *out, size_t cap);
