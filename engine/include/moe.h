@@ -353,6 +353,17 @@ int64_t    moe_detok_push(moe_detok *d, int32_t id, char *out, size_t cap);
 /* Emits what is held (incomplete sequences as U+FFFD) and resets. */
 int64_t    moe_detok_flush(moe_detok *d, char *out, size_t cap);
 
+/* ------------------------------------------------------------------------ */
+/* Demo model                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Writes MoeDesk's demo model to `path`: a tiny qwen3moe GGUF (about 7 MB,
+ * Q8_0) whose weights are RANDOM, with a byte-level tokenizer and a ChatML
+ * template. Its general.name says "random weights"; what it generates is
+ * noise. It exists so every part of MoeDesk can be tried offline. The same
+ * seed gives the same bytes on every platform. */
+moe_status moe_demo_model_write(const char *path, uint64_t seed, moe_err *err);
+
 #ifdef __cplusplus
 }
 #endif
