@@ -99,14 +99,21 @@ float    moe_bf16_to_f32(uint16_t h);
 uint16_t moe_f32_to_bf16(float f);
 
 /* Dequantise `n_elems` elements (a multiple of the block size) of `type`
- * from `src` into `dst`. Scalar reference implementation. */
+ * from `src` into `dst`. Scalar reference implementation; the floats equal
+ * llama.cpp's dequantize_row_* output bit for bit. `src` needs no alignment.
+ * MOE_ERR_UNSUPPORTED for an unknown type, MOE_ERR_INVALID_ARG for a bad
+ * count. */
 moe_status moe_dequantize_row(moe_type type, const void *src, float *dst,
                               int64_t n_elems);
 
 /* Quantise `n_elems` floats (a multiple of the block size) into `dst`, which
  * must hold moe_type_row_bytes(type, n_elems) bytes. Supported: F32, F16,
- * BF16, Q8_0, Q4_0 (byte-identical to llama.cpp's reference quantisers) and
- * Q4_K. Returns MOE_ERR_UNSUPPORTED for other types. */
+ * BF16, Q8_0, Q4_0 (byte-identical to llama.cpp's reference quantisers),
+ * Q4_K and Q6_K (own error-minimising search; squared error no worse than
+ * llama.cpp's reference quantisers on the tested data). Returns
+ * MOE_ERR_UNSUPPORTED for other types, MOE_ERR_INVALID_ARG for a count that
+ * is negative or not a multiple of the block size. Non-finite inputs give
+ * some defined output, never undefined behaviour. */
 moe_status moe_quantize_row(moe_type type, const float *src, void *dst,
                             int64_t n_elems);
 
