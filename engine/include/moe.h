@@ -168,7 +168,10 @@ typedef struct moe_gguf moe_gguf;
  * is rejected with a message naming the file and the fault.
  * If `path` names the first file of a split set ("X-00001-of-00003.gguf",
  * or a file with split.count > 1), all parts are opened and presented as one
- * model: the key/values are the first file's, the tensors are the union. */
+ * model: the key/values are the first file's, the tensors are the union.
+ * (Any part may be named; a missing part is reported by its file name.)
+ * Arrays of arrays are rejected as MOE_ERR_UNSUPPORTED (llama.cpp neither
+ * writes nor reads them); tensor types other than those above likewise. */
 moe_status moe_gguf_open(const char *path, moe_gguf **out, moe_err *err);
 void       moe_gguf_free(moe_gguf *gguf);
 
@@ -226,7 +229,11 @@ const moe_gguf_tensor *moe_gguf_find_tensor(const moe_gguf *gguf, const char *na
  *          order (streaming, so only one tensor needs to be in memory);
  *          moe_gguf_writer_finish(w, err);
  * Setting a key that exists replaces its value in place. Strings and arrays
- * are copied. `general.alignment` (uint32, power of two) is honoured. */
+ * are copied. `general.alignment` (uint32, power of two) is honoured.
+ * Tensor names are at most 63 bytes (ggml's limit). The file is written as
+ * "<path>.tmp" and renamed onto `path` by finish/write_file, so a failed
+ * write (reported with the path and the system's reason) leaves no partial
+ * file under `path`; the temporary file is removed. */
 typedef struct moe_gguf_writer moe_gguf_writer;
 
 moe_gguf_writer *moe_gguf_writer_new(void);
@@ -359,6 +366,198 @@ void       moe_detok_free(moe_detok *d);
 int64_t    moe_detok_push(moe_detok *d, int32_t id, char *out, size_t cap);
 /* Emits what is held (incomplete sequences as U+FFFD) and resets. */
 int64_t    moe_detok_flush(moe_detok *d, char *out, size_t cap);
+
+/* ------------------------------------------------------------------------ */
+/* Sampling                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* A sampler turns one row of logits (float[n_vocab]) into a token id.
+ *
+ * The chain, in this order (llama.cpp's default chain is the model, with one
+ * deliberate change, marked *):
+ *   1. penalties over the last `penalty_last_n` tokens of the sequence. For
+ *      every distinct token t seen c > 0 times in that window:
+ *        repetition (llama.cpp): logit > 0 ? logit / repeat_penalty
+ *                                          : logit * repeat_penalty
+ *        then presence/frequency (OpenAI):
+ *                                logit -= presence + frequency * c
+ *   2. logit bias: logit += bias[t]; a bias of -INFINITY bans t.
+ *      (*) llama.cpp adds the bias before the penalties; here it comes
+ *      after, so a bias is exactly the offset the caller asked for (OpenAI
+ *      describes logit_bias as added to the final logits) and a +100 "force
+ *      this token" is not shrunk by a multiplicative repetition penalty.
+ *      The two orders differ only for a token that is both biased and
+ *      penalised.
+ *   3. greedy: if temperature == 0 the answer is the highest logit (ties:
+ *      lowest id) and steps 4-8 are skipped.
+ *   4. top-k: keep the k highest logits (ties: lower id first).
+ *   5. top-p: softmax (temperature 1) over what is left; sort by logit
+ *      descending (ties: lower id first); keep the shortest prefix whose
+ *      probability mass is >= top_p (always at least one token).
+ *   6. min-p: keep tokens with p >= min_p * p_max, i.e.
+ *      logit >= max_logit + ln(min_p).
+ *   7. temperature: logit / temperature over the survivors.
+ *   8. draw one token from the softmax of the survivors with the sampler's
+ *      own PRNG (xoshiro256**, seeded by splitmix64 from `seed`).
+ * Temperature comes last (as in llama.cpp) so the filters see the model's own
+ * distribution: a high temperature widens the draw among plausible tokens but
+ * does not let implausible ones through the top-p/min-p gates.
+ *
+ * Determinism: the same seed, parameters and logits give the same tokens on
+ * every platform (Linux, Windows, under wine): the sampler uses no libm
+ * transcendental functions and no rand(); its exp/log are its own and only
+ * IEEE +, -, *, / are used, in a fixed order.
+ *
+ * Logits: NaN is treated as -INFINITY (never drawn), +INFINITY as the
+ * largest finite float. */
+
+typedef struct moe_logit_bias {
+    int32_t token; /* 0 <= token < n_vocab                                 */
+    float   bias;  /* finite, or -INFINITY to ban; entries for the same
+                      token add up                                         */
+} moe_logit_bias;
+
+typedef struct moe_sampler_params {
+    float    temperature;       /* >= 0, finite; 0 = greedy                  */
+    int32_t  top_k;             /* <= 0 or >= n_vocab: off                   */
+    float    top_p;             /* [0, 1]; 1: off; 0 keeps the top token     */
+    float    min_p;             /* [0, 1]; 0: off                            */
+    float    repeat_penalty;    /* > 0, finite; 1: off                       */
+    int32_t  penalty_last_n;    /* >= 0 tokens of history; 0: no penalties   */
+    float    presence_penalty;  /* finite; 0: off (OpenAI: -2..2)            */
+    float    frequency_penalty; /* finite; 0: off (OpenAI: -2..2)            */
+    uint64_t seed;              /* the whole 64 bits are used                */
+    /* Borrowed by moe_sampler_new, which copies it; may be NULL when 0. */
+    const moe_logit_bias *logit_bias;
+    size_t                n_logit_bias;
+} moe_sampler_params;
+
+/* Defaults: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05,
+ * repeat_penalty 1.0 (off), penalty_last_n 64, presence 0, frequency 0,
+ * seed MOE_SAMPLER_DEFAULT_SEED, no logit bias. The seed is fixed so that a
+ * default run is reproducible; a server should pass a random one when the
+ * request names none. */
+#define MOE_SAMPLER_DEFAULT_SEED UINT64_C(0x4d6f654465736b31)
+moe_sampler_params moe_sampler_params_default(void);
+
+/* Checks every field against the ranges above (and each bias token against
+ * n_vocab); MOE_ERR_INVALID_ARG with a message naming the field. */
+moe_status moe_sampler_params_check(const moe_sampler_params *params,
+                                    int32_t n_vocab, moe_err *err);
+
+typedef struct moe_sampler moe_sampler;
+
+/* Makes a sampler for rows of `n_vocab` logits (1 .. 2^30). All scratch
+ * (about 16 bytes per vocabulary entry plus 4 per history token) is allocated
+ * here, so sampling never allocates. Invalid params: MOE_ERR_INVALID_ARG. */
+moe_status moe_sampler_new(int32_t n_vocab, const moe_sampler_params *params,
+                           moe_sampler **out, moe_err *err);
+void       moe_sampler_free(moe_sampler *s);
+
+/* Forgets the history and restarts the PRNG from params.seed, so the same
+ * calls afterwards give the same tokens as after moe_sampler_new. */
+void moe_sampler_reset(moe_sampler *s);
+
+/* Appends `token` to the sampler's own history (the last penalty_last_n
+ * tokens are kept), used when moe_sampler_sample gets recent == NULL. Feed
+ * it the prompt tokens too if they should be penalised. */
+void moe_sampler_accept(moe_sampler *s, int32_t token);
+
+/* Runs the chain on `logits` (n_vocab floats, not modified) and draws a
+ * token. Penalties use the last penalty_last_n entries of `recent`
+ * (n_recent tokens, oldest first; ids outside the vocabulary are ignored),
+ * or the sampler's own history when recent is NULL. The sampled token is
+ * NOT added to the history: call moe_sampler_accept for that.
+ * Returns the token (0 <= id < n_vocab), or -1 when no token can be drawn
+ * (every logit NaN/-INFINITY or banned; NULL logits), with a message in err.
+ * Takes well under 1 ms at n_vocab 151936 (docs/benchmarks.md). One thread
+ * at a time per sampler. */
+int32_t moe_sampler_sample(moe_sampler *s, const float *logits,
+                           const int32_t *recent, size_t n_recent, moe_err *err);
+
+/* A token with its probability under the final distribution. */
+typedef struct moe_token_prob {
+    int32_t token;
+    float   prob;
+} moe_token_prob;
+
+/* The distribution moe_sampler_sample would draw from (after step 7), without
+ * drawing: the PRNG does not advance. Writes the min(cap, n) most probable
+ * candidates to `out`, most probable first (ties: lower id first), and the
+ * number of candidates with non-zero weight to *n_total. Greedy gives one
+ * candidate with probability 1. Same errors as moe_sampler_sample. */
+moe_status moe_sampler_probs(moe_sampler *s, const float *logits,
+                             const int32_t *recent, size_t n_recent,
+                             moe_token_prob *out, size_t cap, size_t *n_total,
+                             moe_err *err);
+
+/* ---- End of generation ------------------------------------------------- */
+
+/* Why a generation ended. */
+typedef enum moe_finish_reason {
+    MOE_FINISH_NONE = 0, /* not finished: keep generating                    */
+    MOE_FINISH_EOG,      /* the model produced an end-of-generation token    */
+    MOE_FINISH_STOP,     /* the text completed one of the stop strings       */
+    MOE_FINISH_LENGTH,   /* max_tokens were generated                        */
+} moe_finish_reason;
+
+/* "none", "eog", "stop", "length". */
+const char *moe_finish_reason_str(moe_finish_reason reason);
+/* The OpenAI finish_reason: "stop" for EOG and STOP, "length", or NULL for
+ * NONE. */
+const char *moe_finish_reason_openai(moe_finish_reason reason);
+
+/* Decides after each generated token, in this precedence: the token is an
+ * end-of-generation token (moe_vocab_is_eog) -> EOG; the stop matcher
+ * reported a stop -> STOP; n_generated (tokens so far, this one included)
+ * >= max_tokens -> LENGTH (max_tokens < 0: no limit; 0: finish at once);
+ * else NONE. An EOG token's text is not shown: do not feed it to the stop
+ * matcher. */
+moe_finish_reason moe_finish_check(bool token_is_eog, bool stop_matched,
+                                   int64_t n_generated, int64_t max_tokens);
+
+/* ---- Stop strings ------------------------------------------------------ */
+
+/* Watches streamed text for stop strings. Feed it each decoded piece; it
+ * returns the bytes that are safe to show and holds back the tail that could
+ * still be the start of a stop string, so a client never sees part of one.
+ *
+ *   stream: "Hello<|e" "nd|> more"     stop: "<|end|>"
+ *   feed 1: shows "Hello", holds "<|e"
+ *   feed 2: stop completed; shows nothing more; reason STOP
+ *
+ * When several stop strings could complete, the one that completes first in
+ * the byte stream wins (ties: the longer one), so the result does not depend
+ * on how the text was cut into pieces. Held bytes never end in the middle of
+ * a UTF-8 character, and a piece that ends inside a character is held until
+ * the character completes. */
+typedef struct moe_stop_matcher moe_stop_matcher;
+
+/* Copies `n_stops` NUL-terminated stop strings (each 1 .. 4096 bytes, at
+ * most 64 strings; n_stops may be 0, then text only passes through). */
+moe_status moe_stop_matcher_new(const char *const *stops, size_t n_stops,
+                                moe_stop_matcher **out, moe_err *err);
+void       moe_stop_matcher_free(moe_stop_matcher *m);
+/* Forgets held text and a previous stop (for the next generation). */
+void       moe_stop_matcher_reset(moe_stop_matcher *m);
+
+/* What one feed (or flush) gives back. `text` borrows from the matcher and
+ * stays valid until its next call. */
+typedef struct moe_stop_result {
+    const char *text;       /* bytes to show now (not NUL-terminated)       */
+    size_t      len;
+    int32_t     stop_index; /* index of the completed stop string, or -1    */
+    size_t      held;       /* bytes held back after this call              */
+} moe_stop_result;
+
+/* Feeds `len` bytes. After a stop has been reported every later feed gives
+ * no text and the same stop_index. Fails only for NULL piece with len > 0
+ * or an allocation failure (the buffer grows only when a piece is longer
+ * than any before). */
+moe_status moe_stop_matcher_feed(moe_stop_matcher *m, const char *piece, size_t len,
+                                 moe_stop_result *out, moe_err *err);
+/* The generation ended without a stop: gives back everything held. */
+moe_stop_result moe_stop_matcher_flush(moe_stop_matcher *m);
 
 /* ------------------------------------------------------------------------ */
 /* Demo model                                                               */

@@ -1,7 +1,8 @@
 /*
  * gguf-internal.h — the reader's data structures, shared by gguf-parse.c
  * (validating one file's header), gguf.c (opening files and split sets,
- * the public accessors) and the tests/fuzzer, which open files from memory.
+ * lookups by name), gguf-kv.c (accessors), gguf-writer.c (copy_kv re-encodes
+ * the mapped bytes) and the tests/fuzzer, which open files from memory.
  *
  * A moe_gguf is a list of parts (one per file of a split set) plus the
  * union of their tensors and two hash indexes for name lookup:
@@ -54,7 +55,8 @@ typedef struct gguf_part {
     uint32_t         alignment;
     uint64_t         data_offset; /* start of the aligned data section */
     int64_t          n_kv;
-    gguf_kv         *kvs;       /* owned */
+    int64_t          cap_kv;
+    gguf_kv         *kvs;       /* owned; grows while parsing */
     int64_t          n_tensors; /* tensors this part declares */
 } gguf_part;
 

@@ -347,7 +347,25 @@ static moe_status check_tensor_data(gguf_cursor *c, gguf_part *part, moe_gguf_te
     return MOE_OK;
 }
 
-static moe_status read_header(gguf_cursor *c, gguf_part *part, uint64_t *n_tensors)
+/* The kv array grows as key/values are read, so a lying count costs
+ * nothing; entries are zeroed so a failed part frees cleanly. */
+static moe_status append_kv(gguf_cursor *c, gguf_part *part, gguf_kv **out)
+{
+    if (part->n_kv == part->cap_kv) {
+        int64_t cap = part->cap_kv ? 2 * part->cap_kv : 16;
+        gguf_kv *grown = realloc(part->kvs, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return cursor_fail(c, MOE_ERR_NOMEM, c->pos, "out of memory for key/values");
+        part->kvs = grown;
+        part->cap_kv = cap;
+    }
+    *out = &part->kvs[part->n_kv++];
+    memset(*out, 0, sizeof **out);
+    return MOE_OK;
+}
+
+static moe_status read_header(gguf_cursor *c, gguf_part *part, uint64_t *n_kv,
+                              uint64_t *n_tensors)
 {
     if (c->size < 4 + 4 + 8 + 8)
         return cursor_fail(c, MOE_ERR_FORMAT, 0, "truncated header: file has %" PRIu64
@@ -355,36 +373,34 @@ static moe_status read_header(gguf_cursor *c, gguf_part *part, uint64_t *n_tenso
     if (memcmp(c->data, MOE_GGUF_MAGIC, 4) != 0)
         return cursor_fail(c, MOE_ERR_FORMAT, 0, "bad magic: not a GGUF file");
     c->pos = 4;
-    uint64_t n_kv;
     read_u32(c, "version", &part->version);
     read_u64(c, "tensor count", n_tensors);
-    read_u64(c, "key/value count", &n_kv);
+    read_u64(c, "key/value count", n_kv);
     uint32_t v = part->version;
     if (v == 0x02000000u || v == 0x03000000u)
         return cursor_fail(c, MOE_ERR_UNSUPPORTED, 4, "big-endian GGUF files are not supported");
     if (v != 2 && v != 3)
         return cursor_fail(c, MOE_ERR_UNSUPPORTED, 4, "unsupported GGUF version %" PRIu32
                            " (versions 2 and 3 are supported)", v);
-    if (n_kv > cursor_left(c) / GGUF_MIN_KV_BYTES)
+    if (*n_kv > cursor_left(c) / GGUF_MIN_KV_BYTES)
         return cursor_fail(c, MOE_ERR_FORMAT, 16, "key/value count %" PRIu64
-                           " is more than the file can hold", n_kv);
+                           " is more than the file can hold", *n_kv);
     if (*n_tensors > cursor_left(c) / GGUF_MIN_TENSOR_BYTES)
         return cursor_fail(c, MOE_ERR_FORMAT, 8, "tensor count %" PRIu64
                            " is more than the file can hold", *n_tensors);
-    part->n_kv = (int64_t)n_kv;
-    part->kvs = calloc((size_t)(n_kv ? n_kv : 1), sizeof *part->kvs);
-    if (!part->kvs)
-        return cursor_fail(c, MOE_ERR_NOMEM, 16, "out of memory for %" PRIu64 " key/values", n_kv);
     return MOE_OK;
 }
 
 moe_status moe_gguf_parse_part(moe_gguf *g, gguf_part *part, uint32_t split, moe_err *err)
 {
     gguf_cursor c = { .data = part->data, .size = part->size, .path = part->path, .err = err };
-    uint64_t n_tensors;
-    moe_status st = read_header(&c, part, &n_tensors);
-    for (int64_t i = 0; st == MOE_OK && i < part->n_kv; i++)
-        st = read_kv(&c, &part->kvs[i]);
+    uint64_t n_kv, n_tensors;
+    moe_status st = read_header(&c, part, &n_kv, &n_tensors);
+    for (uint64_t i = 0; st == MOE_OK && i < n_kv; i++) {
+        gguf_kv *kv = NULL;
+        if ((st = append_kv(&c, part, &kv)) == MOE_OK)
+            st = read_kv(&c, kv);
+    }
     if (st == MOE_OK)
         st = read_alignment(&c, part);
     if (st != MOE_OK)

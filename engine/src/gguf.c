@@ -1,10 +1,11 @@
 /*
- * gguf.c — opening GGUF files and split sets, and the public read-only
- * accessors of moe.h's "GGUF files" section. Parsing and validation of one
- * file's header lives in gguf-parse.c; this file maps files, stitches the
- * parts of a split set ("X-00001-of-00003.gguf" ...) into one model, builds
- * the name indexes and answers queries. After open nothing is mutated, so a
- * handle may be shared by threads.
+ * gguf.c — opening GGUF files and split sets (moe.h's "GGUF files"
+ * section), plus the whole-file facts and lookups by name. Parsing and
+ * validation of one file's header lives in gguf-parse.c, the per-key and
+ * per-tensor accessors in gguf-kv.c; this file maps files, stitches the
+ * parts of a split set ("X-00001-of-00003.gguf" ...) into one model and
+ * builds the name indexes. After open nothing is mutated, so a handle may
+ * be shared by threads.
  */
 #include "gguf-internal.h"
 #include "util.h"

@@ -14,7 +14,12 @@
 #include <stdarg.h>
 #include <stdint.h>
 
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(__MINGW32__)
+/* mingw with __USE_MINGW_ANSI_STDIO formats like glibc (%zu, %lld). */
+#define MOE_PRINTF(fmt_idx, arg_idx) __attribute__((format(gnu_printf, fmt_idx, arg_idx)))
+#define MOE_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define MOE_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#elif defined(__GNUC__) || defined(__clang__)
 #define MOE_PRINTF(fmt_idx, arg_idx) __attribute__((format(printf, fmt_idx, arg_idx)))
 #define MOE_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define MOE_UNLIKELY(x) __builtin_expect(!!(x), 0)
