@@ -22,5 +22,6 @@ int cli_cmd_version(int argc, char **argv);
 int cli_cmd_inspect(int argc, char **argv);
 int cli_cmd_demo_model(int argc, char **argv);
 int cli_cmd_tokenize(int argc, char **argv);
+int cli_cmd_quantize(int argc, char **argv);
 
 #endif /* MOEDESK_CLI_H */

@@ -11,6 +11,7 @@
 static const cli_command commands[] = {
     {"demo-model", "write the random-weight demo model", cli_cmd_demo_model},
     {"inspect", "describe a GGUF model file", cli_cmd_inspect},
+    {"quantize", "rewrite a model at another tensor type", cli_cmd_quantize},
     {"tokenize", "tokenize stdin with a model's vocabulary", cli_cmd_tokenize},
     {"version", "print the version", cli_cmd_version},
 };
