@@ -108,6 +108,30 @@ def test_demo_model(tmp):
     check(rc == 0 and len(out.split()) == 6, f"demo vocab is byte-level: {out}")
 
 
+def test_quantize(tmp):
+    demo = os.path.join(tmp, "demo.gguf")
+    check(run("demo-model", demo)[0] == 0, "demo-model for quantize")
+    for typ in ("q4_k", "q4_0", "f16", "q8_0"):
+        out = os.path.join(tmp, f"demo-{typ}.gguf")
+        rc, _, err = run("quantize", demo, out, typ, "-t", "2")
+        check(rc == 0 and os.path.exists(out), f"quantize {typ}: {rc} {err}")
+        rc, js, err = run("inspect", "--json", out)
+        if rc != 0:
+            check(False, f"inspect quantized {typ}: {err}")
+            continue
+        types = json.loads(js)["tensor_types"]
+        # norms and the router stay f32; the big matrices take the target
+        # (q4_k is llama.cpp's Q4_K_M mixture: some tensors q6_k)
+        check("f32" in types, f"{typ}: 1-D tensors stay f32: {types}")
+        check(typ in types and types[typ]["params"] > 0, f"{typ}: target type present: {types}")
+    bad_out = os.path.join(tmp, "never.gguf")
+    rc, _, err = run("quantize", demo, bad_out, "q3_xyz")
+    check(rc == 1 and "q3_xyz" in err and not os.path.exists(bad_out), f"bad type: {rc} {err}")
+    rc, _, err = run("quantize", os.path.join(tmp, "nope.gguf"), bad_out, "q8_0")
+    check(rc == 1 and "nope.gguf" in err and not os.path.exists(bad_out)
+          and not os.path.exists(bad_out + ".part"), f"missing input: {rc} {err}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_inspect()
@@ -115,6 +139,7 @@ def main():
         test_tokenize_special()
         test_bad_input(tmp)
         test_demo_model(tmp)
+        test_quantize(tmp)
     print(f"{checks} checks, {failures} failed")
     return 1 if failures else 0
 
