@@ -100,7 +100,8 @@ uint16_t moe_f32_to_bf16(float f);
 
 /* Dequantise `n_elems` elements (a multiple of the block size) of `type`
  * from `src` into `dst`. Scalar reference implementation; the floats equal
- * llama.cpp's dequantize_row_* output bit for bit. `src` needs no alignment.
+ * llama.cpp's dequantize_row_* output bit for bit (a NaN scale gives NaN,
+ * its sign and payload unspecified). `src` needs no alignment.
  * MOE_ERR_UNSUPPORTED for an unknown type, MOE_ERR_INVALID_ARG for a bad
  * count. */
 moe_status moe_dequantize_row(moe_type type, const void *src, float *dst,
@@ -273,6 +274,44 @@ moe_status moe_gguf_writer_begin(moe_gguf_writer *w, const char *path, moe_err *
 moe_status moe_gguf_writer_write_tensor_data(moe_gguf_writer *w, int64_t idx,
                                              const void *data, moe_err *err);
 moe_status moe_gguf_writer_finish(moe_gguf_writer *w, moe_err *err);
+
+/* ------------------------------------------------------------------------ */
+/* Model quantisation                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* Options for moe_model_quantize_ex. Fill with moe_quantize_params_init. */
+typedef struct moe_quantize_params {
+    moe_type type;     /* target: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K   */
+    int      n_threads; /* worker threads; <= 0 means 1                     */
+    /* Called from the calling thread after each chunk of work with the
+     * elements converted so far and in total; may be NULL. */
+    void   (*progress)(void *user, int64_t done, int64_t total);
+    void    *progress_user;
+} moe_quantize_params;
+
+void moe_quantize_params_init(moe_quantize_params *params, moe_type type);
+
+/* Writes a copy of the GGUF model `in_path` (a split set is read whole and
+ * written as one file) with its tensors converted to `type`, following
+ * llama-quantize's policy so the result matches what it would make:
+ * 1-D tensors, norms, the MoE router (ffn_gate_inp) and other small tensors
+ * llama.cpp keeps unquantised are written F32; output.weight (or tied
+ * token embeddings) gets Q6_K for quantised targets other than Q8_0; Q4_K
+ * is llama.cpp's Q4_K_M mixture (some attn_v/ffn_down layers Q6_K); a row
+ * length that does not fit the block size falls back to Q8_0 or F16. Every
+ * key/value is copied except split.*; general.file_type is set to
+ * llama.cpp's LLAMA_FTYPE number (F32 0, F16 1, Q4_0 2, Q8_0 7, Q4_K 15 =
+ * Q4_K_M, Q6_K 18, BF16 32) and general.quantization_version to 2.
+ * A tensor already in its chosen type is copied byte for byte; others are
+ * dequantised row by row to F32 and quantised, so memory use is one output
+ * tensor plus a row per thread. The file appears at `out_path` only when
+ * complete (written as "<out_path>.part", then renamed over any existing
+ * file); on any error nothing is left behind. `out_path` may equal
+ * `in_path`. */
+moe_status moe_model_quantize(const char *in_path, const char *out_path,
+                              moe_type type, moe_err *err);
+moe_status moe_model_quantize_ex(const char *in_path, const char *out_path,
+                                 const moe_quantize_params *params, moe_err *err);
 
 /* ------------------------------------------------------------------------ */
 /* Tokenizer                                                                */

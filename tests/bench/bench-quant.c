@@ -3,7 +3,7 @@
  * dequantisers, one thread, per type. Not a test: run it by hand and paste
  * the table into docs/benchmarks.md ("Quantisation").
  *
- *   build/tests/bench-quant [MIB]     (MIB of f32 input per type, default 16)
+ *   build/tests/bench/bench-quant [MIB]   (MIB of f32 input per type, default 16)
  *
  * MB/s counts f32 bytes (input when quantising, output when dequantising),
  * so rows of different types compare like for like. Each figure is the
