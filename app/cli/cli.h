@@ -28,5 +28,9 @@ int cli_cmd_usage(int argc, char **argv);    /* cmd-usage.c */
 /* Open the usage database: read-only (migrating an older schema first) or
  * read-write (creating it). cmd-usage.c. */
 usage_store *cli_open_usage_store(const char *path, gboolean write, GError **error);
+int cli_cmd_inspect(int argc, char **argv);
+int cli_cmd_demo_model(int argc, char **argv);
+int cli_cmd_tokenize(int argc, char **argv);
+int cli_cmd_quantize(int argc, char **argv);
 
 #endif /* MOEDESK_CLI_H */

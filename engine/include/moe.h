@@ -1143,6 +1143,17 @@ moe_status moe_chat_template_render_json(const moe_chat_template *t, const char 
                                          const moe_chat_params *p, char **out, size_t *out_len,
                                          moe_err *err);
 
+/* ------------------------------------------------------------------------ */
+/* Demo model                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Writes MoeDesk's demo model to `path`: a tiny qwen3moe GGUF (about 7 MB,
+ * Q8_0) whose weights are RANDOM, with a byte-level tokenizer and a ChatML
+ * template. Its general.name says "random weights"; what it generates is
+ * noise. It exists so every part of MoeDesk can be tried offline. The same
+ * seed gives the same bytes on every platform. */
+moe_status moe_demo_model_write(const char *path, uint64_t seed, moe_err *err);
+
 #ifdef __cplusplus
 }
 #endif
