@@ -64,8 +64,9 @@ const char *moe_version(void);
 /* ------------------------------------------------------------------------ */
 
 /* Numbered exactly as ggml's `enum ggml_type`, because these numbers are
- * stored in GGUF files. Only the ones named here are known to libmoe; any
- * other number read from a file is reported as MOE_ERR_UNSUPPORTED. */
+ * stored in GGUF files. The ones named here are those libmoe computes with;
+ * the other numbers ggml defines are sized only (moe_type_is_known), and a
+ * number ggml does not define is reported as MOE_ERR_UNSUPPORTED. */
 typedef enum moe_type {
     MOE_TYPE_F32  = 0,
     MOE_TYPE_F16  = 1,
@@ -77,9 +78,14 @@ typedef enum moe_type {
     MOE_TYPE_COUNT = 40, /* one past the largest ggml number we reserve */
 } moe_type;
 
-/* True for the types above (those libmoe can size and dequantise). */
+/* True for every ggml type libmoe can size: the seven above, which it
+ * computes with, and the others ggml defines (q4_1, q5_0, q5_k, q2_k, q3_k,
+ * iq*, i8..f64, tq*, mxfp4), which a file may hold and which are named and
+ * sized so the file opens, but not computed (see moe_type_can_dequantize). */
 bool moe_type_is_known(int type);
-/* "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"; NULL if unknown. */
+/* True for the types moe_dequantize_row handles (the seven named above). */
+bool moe_type_can_dequantize(moe_type type);
+/* "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k"...; NULL if unknown. */
 const char *moe_type_name(moe_type type);
 /* Parses a name case-insensitively ("Q4_K", "q4_k_m" is NOT accepted).
  * Returns false if unknown. */
