@@ -9,7 +9,9 @@
 #include <string.h>
 
 static const cli_command commands[] = {
+    {"bench", "measure prefill and decode speed", cli_cmd_bench},
     {"demo-model", "write the random-weight demo model", cli_cmd_demo_model},
+    {"eval", "write the logits of a token sequence", cli_cmd_eval},
     {"hw", "describe this machine: CPU, RAM, GPUs", cli_cmd_hw},
     {"inspect", "describe a GGUF model file", cli_cmd_inspect},
     {"plan", "plan memory for a model on this machine", cli_cmd_plan},
