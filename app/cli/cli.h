@@ -23,7 +23,7 @@ typedef struct cli_command {
 
 int cli_cmd_version(int argc, char **argv);
 int cli_cmd_eval(int argc, char **argv);
-int cli_cmd_run(int argc, char **argv);
+int cli_cmd_chat(int argc, char **argv);
 int cli_cmd_bench(int argc, char **argv);
 
 /* Options the engine commands share (cli-engine.c). */

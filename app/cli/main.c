@@ -10,6 +10,7 @@
 
 static const cli_command commands[] = {
     {"bench", "measure prefill and decode speed", cli_cmd_bench},
+    {"chat", "chat with a model in the terminal", cli_cmd_chat},
     {"demo-model", "write the random-weight demo model", cli_cmd_demo_model},
     {"eval", "write the logits of a token sequence", cli_cmd_eval},
     {"hw", "describe this machine: CPU, RAM, GPUs", cli_cmd_hw},
