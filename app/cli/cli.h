@@ -19,5 +19,11 @@ typedef struct cli_command {
 } cli_command;
 
 int cli_cmd_version(int argc, char **argv);
+#ifdef MOEDESK_HAVE_LIBRARY
+int cli_cmd_pull(int argc, char **argv);   /* cmd-pull.c   */
+int cli_cmd_verify(int argc, char **argv); /* cmd-verify.c */
+int cli_cmd_list(int argc, char **argv);   /* cmd-list.c   */
+int cli_cmd_rm(int argc, char **argv);     /* cmd-list.c   */
+#endif
 
 #endif /* MOEDESK_CLI_H */
