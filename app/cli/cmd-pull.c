@@ -8,8 +8,12 @@
 #include "progress.h"
 #include "pull.h"
 
-#include <glib-unix.h>
 #include <signal.h>
+#ifdef G_OS_UNIX
+#include <glib-unix.h>
+#else
+#include <windows.h>
+#endif
 #include <stdio.h>
 #include <string.h>
 
@@ -28,6 +32,27 @@ static gboolean on_signal(gpointer data)
     g_cancellable_cancel(run->cancel);
     return G_SOURCE_CONTINUE;
 }
+
+#ifndef G_OS_UNIX
+/* Windows runs console control handlers on a thread of their own: hand the
+ * cancellation to the main context. */
+static PullRun *ctrl_run;
+
+static gboolean cancel_idle(gpointer data)
+{
+    on_signal(data);
+    return G_SOURCE_REMOVE;
+}
+
+static BOOL WINAPI on_console_ctrl(DWORD type)
+{
+    if (type != CTRL_C_EVENT && type != CTRL_BREAK_EVENT && type != CTRL_CLOSE_EVENT)
+        return FALSE;
+    if (ctrl_run)
+        g_idle_add(cancel_idle, ctrl_run);
+    return TRUE;
+}
+#endif
 
 /* One line per change of a file's state worth knowing about. */
 static void file_event(PullRun *run, const MoeDownloadProgress *f)
@@ -88,12 +113,22 @@ static int pull_one(const char *source, MoeDownloadManager *mgr, MoeDownloadFlag
     run.cancel = g_cancellable_new();
     run.bar = cli_progress_new(stderr);
     run.states = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+#ifdef G_OS_UNIX
     guint sig_int = g_unix_signal_add(SIGINT, on_signal, &run);
     guint sig_term = g_unix_signal_add(SIGTERM, on_signal, &run);
+#else
+    ctrl_run = &run;
+    SetConsoleCtrlHandler(on_console_ctrl, TRUE);
+#endif
     moe_pull_async(mgr, source, flags, on_progress, &run, run.cancel, on_pulled, &run);
     g_main_loop_run(run.loop);
+#ifdef G_OS_UNIX
     g_source_remove(sig_int);
     g_source_remove(sig_term);
+#else
+    SetConsoleCtrlHandler(on_console_ctrl, FALSE);
+    ctrl_run = NULL;
+#endif
     cli_progress_done(run.bar);
     int rc = 0;
     if (run.manifest) {

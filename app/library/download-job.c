@@ -279,7 +279,7 @@ static void job_retry(DlJob *job, SoupMessageHeaders *headers, const char *why)
     g_free(job->last_error);
     job->last_error = g_strdup(why);
     if (job->done > job->done_at_attempt)
-        job->attempt = 1; /* progress since the last failure: a fresh budget */
+        job->attempt = 0; /* progress since the last failure: a fresh budget */
     guint max = moe_http_max_attempts();
     if (job->attempt >= max) {
         job_fail(job, TRUE, MOE_LIBRARY_ERROR_NETWORK,

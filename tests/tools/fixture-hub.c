@@ -61,6 +61,7 @@ static struct {
     GHashTable *stats;      /* path -> Stat* */
     GPtrArray  *requests;   /* JsonNode* objects */
     GHashTable *hashes;     /* abs path -> "sha256 size mtime" cache */
+    GList      *sends;      /* bodies in flight (freed at exit if never finished) */
 } hub;
 
 /* ---- faults and stats ---- */
@@ -305,6 +306,7 @@ typedef struct {
 
 static void send_free(Send *s)
 {
+    hub.sends = g_list_remove(hub.sends, s);
     if (s->timer)
         g_source_remove(s->timer);
     g_bytes_unref(s->all);
@@ -453,6 +455,7 @@ static void serve_file(SoupServerMessage *msg, const char *repo, const char *rel
     soup_server_message_set_status(msg, status, NULL);
 
     Send *s = g_new0(Send, 1);
+    hub.sends = g_list_prepend(hub.sends, s);
     s->map = map;
     s->all = g_mapped_file_get_bytes(map);
     s->path = g_strdup(path);
@@ -683,5 +686,12 @@ int main(int argc, char **argv)
     g_main_loop_unref(loop);
     g_object_unref(server);
     g_object_unref(cdn);
+    while (hub.sends) /* a cut or abandoned connection may never report "finished" */
+        send_free(hub.sends->data);
+    g_ptr_array_unref(hub.faults);
+    g_hash_table_unref(hub.stats);
+    g_ptr_array_unref(hub.requests);
+    g_hash_table_unref(hub.hashes);
+    g_free(root);
     return 0;
 }
