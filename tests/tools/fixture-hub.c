@@ -126,17 +126,30 @@ static char *file_sha256(const char *abs, guint64 size, gint64 mtime)
     return g_strdup(hex);
 }
 
-static char *git_blob_sha1(const char *abs, guint64 size)
+static char *git_blob_sha1_of(const char *data, guint64 size)
 {
     g_autoptr(GChecksum) c = g_checksum_new(G_CHECKSUM_SHA1);
     char head[48];
     int n = g_snprintf(head, sizeof head, "blob %" G_GUINT64_FORMAT, size);
     g_checksum_update(c, (const guchar *)head, n + 1);
-    g_autoptr(GMappedFile) map = g_mapped_file_new(abs, FALSE, NULL);
-    if (map)
-        g_checksum_update(c, (const guchar *)g_mapped_file_get_contents(map),
-                          (gssize)g_mapped_file_get_length(map));
+    if (size)
+        g_checksum_update(c, (const guchar *)data, (gssize)size);
     return g_strdup(g_checksum_get_string(c));
+}
+
+static char *git_blob_sha1(const char *abs, guint64 size)
+{
+    g_autoptr(GMappedFile) map = g_mapped_file_new(abs, FALSE, NULL);
+    return git_blob_sha1_of(map ? g_mapped_file_get_contents(map) : "", map ? size : 0);
+}
+
+/* What git stores for an LFS file is a pointer; its blob id is the "oid"
+ * Hugging Face lists for LFS files. */
+static char *lfs_pointer_sha1(const char *sha256, guint64 size)
+{
+    g_autofree char *ptr = g_strdup_printf("version https://git-lfs.github.com/spec/v1\n"
+                                           "oid sha256:%s\nsize %" G_GUINT64_FORMAT "\n", sha256, size);
+    return git_blob_sha1_of(ptr, strlen(ptr));
 }
 
 static gboolean is_lfs(const char *path)
@@ -256,11 +269,11 @@ static void serve_tree(SoupServerMessage *msg, const char *repo, GHashTable *que
             json_builder_set_member_name(b, "Revision");
             json_builder_add_string_value(b, sha);
         } else {
-            g_autofree char *oid = git_blob_sha1(abs, e->size);
+            g_autofree char *h = is_lfs(e->path) ? file_sha256(abs, e->size, e->mtime) : NULL;
+            g_autofree char *oid = h ? lfs_pointer_sha1(h, e->size) : git_blob_sha1(abs, e->size);
             json_builder_set_member_name(b, "oid");
             json_builder_add_string_value(b, oid);
-            if (is_lfs(e->path)) {
-                g_autofree char *h = file_sha256(abs, e->size, e->mtime);
+            if (h) {
                 json_builder_set_member_name(b, "lfs");
                 json_builder_begin_object(b);
                 json_builder_set_member_name(b, "oid");
