@@ -112,7 +112,9 @@ static void get_sent(GObject *source, GAsyncResult *res, gpointer data)
     if (!next || ++s->hops > MAX_REDIRECTS ||
         (g_ascii_strcasecmp(g_uri_get_scheme(next), "http") != 0 &&
          g_ascii_strcasecmp(g_uri_get_scheme(next), "https") != 0)) {
-        g_autofree char *from = g_uri_to_string(soup_message_get_uri(s->msg));
+        /* Without the query: signed CDN URLs carry credentials there. */
+        g_autofree char *from = g_uri_to_string_partial(soup_message_get_uri(s->msg),
+                                                        G_URI_HIDE_QUERY);
         g_task_return_new_error(task, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
                                 "%s: %s", from, next ? "too many or non-HTTP redirects"
                                                      : "redirect to an invalid Location");

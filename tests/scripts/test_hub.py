@@ -385,6 +385,13 @@ def test_cut_and_retries():
           "%s %.2f" % (r.all, r.elapsed))
 
     control("reset")
+    control("fault", path=Q8, kind="stall", at=200000)
+    r = cli(data_dir("stall"), "pull", REPO + ":tiny-Q8_0.gguf", env={"MOEDESK_HTTP_TIMEOUT_S": "1"})
+    s = stats(Q8)
+    check(r.returncode == 0 and 200000 in s["range_starts"] and r.elapsed < 20,
+          "a server that stops sending: timeout, then resume", (r.all, s))
+
+    control("reset")
     control("fault", path=Q8, kind="status", code=503, count=-1)
     r = cli(data_dir("e503"), "pull", REPO + ":tiny-Q8_0.gguf", env={"MOEDESK_RETRY_ATTEMPTS": "3"})
     check(r.returncode == 1 and "giving up after 3 attempts" in r.all and stats(Q8)["requests"] == 3,

@@ -18,6 +18,7 @@
  *        kinds: cut (close the connection after `at` body bytes), status
  *        (answer `code`, with Retry-After for 429/503), corrupt (flip the
  *        byte at offset `at` of the file as served), slow (`rate` bytes/s),
+ *        stall (send `at` body bytes, then nothing, keeping the connection),
  *        norange (answer 200 to ranged requests), redirect (302 to the CDN
  *        port); `count` times (default 1; -1: always)
  *   GET  /_control/stats   {"files": {PATH: {"bytes", "requests",
@@ -309,6 +310,8 @@ typedef struct {
     guint64      pos;    /* next body byte (file offset) */
     guint64      end;    /* one past the last body byte  */
     gint64       cut_at; /* file offset to cut at, or -1 */
+    gint64       stall_at; /* file offset to stop sending at (keeping the
+                            * connection open), or -1 */
     gint64       corrupt_at;
     gint64       rate;   /* bytes/s, 0 = unlimited       */
     guint64      pending; /* bytes appended, not yet counted as written */
@@ -346,6 +349,8 @@ static void send_next(Send *s)
     guint64 limit = s->end;
     if (s->cut_at >= 0 && (guint64)s->cut_at < limit)
         limit = (guint64)s->cut_at;
+    if (s->stall_at >= 0 && (guint64)s->stall_at < limit)
+        limit = (guint64)s->stall_at;
     if (s->pos >= limit) {
         if (s->pos >= s->end)
             soup_message_body_complete(body);
@@ -378,6 +383,10 @@ static void on_wrote_chunk(SoupServerMessage *msg, gpointer data)
         GSocket *sock = soup_server_message_get_socket(msg);
         if (sock)
             g_socket_shutdown(sock, TRUE, TRUE, NULL);
+        return;
+    }
+    if (s->stall_at >= 0 && s->pos >= (guint64)s->stall_at && s->pos < s->end) {
+        soup_server_message_pause(msg); /* and never resume: the client must time out */
         return;
     }
     if (s->rate > 0 && s->pos < s->end) {
@@ -477,6 +486,8 @@ static void serve_file(SoupServerMessage *msg, const char *repo, const char *rel
     s->msg = msg;
     Fault *cut = fault_take(path, "cut");
     s->cut_at = cut ? cut->at : -1;
+    Fault *stall = fault_take(path, "stall");
+    s->stall_at = stall ? stall->at : -1;
     Fault *corrupt = fault_take(path, "corrupt");
     s->corrupt_at = corrupt ? corrupt->at : -1;
     Fault *slow = fault_take(path, "slow");
