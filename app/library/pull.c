@@ -37,6 +37,7 @@ struct PullState {
     PullFile           *file_ctx;  /* one per selected file               */
     guint64            *file_done;
     double             *file_rate;
+    gboolean           *file_finished; /* reached MOE_DOWNLOAD_DONE          */
     guint               n_pending, n_done;
     GError             *first_error;
     GCancellable       *children;  /* cancels every download             */
@@ -63,6 +64,7 @@ static void pull_state_free(PullState *s)
     g_free(s->file_ctx);
     g_free(s->file_done);
     g_free(s->file_rate);
+    g_free(s->file_finished);
     g_clear_error(&s->first_error);
     g_clear_object(&s->children);
     g_free(s->quant);
@@ -76,10 +78,10 @@ static void report(PullState *s, const char *phase, const MoeDownloadProgress *f
         return;
     MoePullProgress p = { .phase = phase, .name = s->name, .file = file, .note = note,
                           .eta_s = -1 };
-    if (s->files) {
+    if (s->files && s->file_done) {
         p.n_files = s->files->len;
-        p.n_done = s->n_done;
         for (guint i = 0; i < s->files->len; i++) {
+            p.n_done += s->file_finished[i];
             p.total += ((MoeManifestFile *)g_ptr_array_index(s->files, i))->size;
             p.done += s->file_done[i];
             p.rate += s->file_rate[i];
@@ -103,6 +105,7 @@ static void file_progress(const MoeDownloadProgress *p, gpointer data)
     PullFile *f = data;
     f->s->file_done[f->index] = p->done;
     f->s->file_rate[f->index] = p->state == MOE_DOWNLOAD_RUNNING ? p->rate : 0;
+    f->s->file_finished[f->index] = p->state == MOE_DOWNLOAD_DONE;
     report(f->s, "downloading", p, NULL);
 }
 
@@ -209,6 +212,7 @@ static void start_downloads(GTask *task)
     s->file_ctx = g_new0(PullFile, n);
     s->file_done = g_new0(guint64, n);
     s->file_rate = g_new0(double, n);
+    s->file_finished = g_new0(gboolean, n);
     s->n_pending = n;
     report(s, "downloading", NULL, NULL);
     for (guint i = 0; i < n; i++) {
