@@ -56,5 +56,11 @@ int cli_cmd_inspect(int argc, char **argv);
 int cli_cmd_demo_model(int argc, char **argv);
 int cli_cmd_tokenize(int argc, char **argv);
 int cli_cmd_quantize(int argc, char **argv);
+#ifdef MOEDESK_HAVE_LIBRARY
+int cli_cmd_pull(int argc, char **argv);   /* cmd-pull.c   */
+int cli_cmd_verify(int argc, char **argv); /* cmd-verify.c */
+int cli_cmd_list(int argc, char **argv);   /* cmd-list.c   */
+int cli_cmd_rm(int argc, char **argv);     /* cmd-list.c   */
+#endif
 
 #endif /* MOEDESK_CLI_H */

@@ -21,6 +21,12 @@ static const cli_command commands[] = {
     {"tokenize", "tokenize stdin with a model's vocabulary", cli_cmd_tokenize},
     {"usage", "import request logs, export them to PostgreSQL", cli_cmd_usage},
     {"version", "print the version", cli_cmd_version},
+#ifdef MOEDESK_HAVE_LIBRARY
+    {"pull", "download a model (resumable, verified)", cli_cmd_pull},
+    {"verify", "re-check an installed model's files", cli_cmd_verify},
+    {"list", "list installed models", cli_cmd_list},
+    {"rm", "remove an installed model", cli_cmd_rm},
+#endif
 };
 
 static void print_usage(FILE *out)
