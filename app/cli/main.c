@@ -17,6 +17,7 @@ static const cli_command commands[] = {
     {"inspect", "describe a GGUF model file", cli_cmd_inspect},
     {"plan", "plan memory for a model on this machine", cli_cmd_plan},
     {"quantize", "rewrite a model at another tensor type", cli_cmd_quantize},
+    {"run", "generate text for one prompt", cli_cmd_run},
     {"report", "weekly adoption and cost report from the usage database", cli_cmd_report},
     {"tokenize", "tokenize stdin with a model's vocabulary", cli_cmd_tokenize},
     {"usage", "import request logs, export them to PostgreSQL", cli_cmd_usage},

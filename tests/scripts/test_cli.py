@@ -164,6 +164,26 @@ def test_chat(tmp):
     check(rc == 2 and "--model" in err, f"chat without a model: {rc} {err!r}")
 
 
+def test_run(tmp):
+    demo = os.path.join(tmp, "run-demo.gguf")
+    check(run("demo-model", demo)[0] == 0, "demo-model for run")
+    rc, out, err = run("run", "-m", demo, "-p", "Once upon a time", "--temp", "0", "-n", "20", "-t", "2")
+    check(rc == 0, f"run exit {rc}: {err}")
+    check("20 generated" in err, f"run -n 20: {err}")
+    rc2, out2, _ = run("run", "-m", demo, "-p", "Once upon a time", "--temp", "0", "-n", "20", "-t", "1")
+    check(out2 == out, "greedy run is deterministic and independent of the thread count")
+    rc, out3, err = run("run", "-m", demo, "-p", "Once upon a time", "--temp", "0", "-n", "20", "--chat")
+    check(rc == 0 and "prompt tokens" in err, f"run --chat: {err}")
+    # --chat wraps the text in the template: a longer prompt than the raw one
+    raw_n = int(run("run", "-m", demo, "-p", "Once upon a time", "-n", "1")[2].split("[")[1].split()[0])
+    chat_n = int(err.split("[")[1].split()[0])
+    check(chat_n > raw_n, f"--chat applies the template: {chat_n} vs {raw_n}")
+    rc, _, err = run("run", "-m", demo)
+    check(rc == 2 and "-p" in err, f"run without -p: {rc} {err!r}")
+    rc, _, err = run("run", "-m", demo, "-p", "x" * 20000, "-c", "256")
+    check(rc == 1 and "context" in err, f"prompt longer than the context: {rc} {err!r}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_inspect()
@@ -173,6 +193,7 @@ def main():
         test_demo_model(tmp)
         test_quantize(tmp)
         test_chat(tmp)
+        test_run(tmp)
     print(f"{checks} checks, {failures} failed")
     return 1 if failures else 0
 
