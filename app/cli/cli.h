@@ -10,6 +10,8 @@
 #include "usage-store.h"
 
 #include <glib.h>
+#include <signal.h>
+#include <stdio.h>
 
 #ifndef MOEDESK_VERSION
 #define MOEDESK_VERSION "0.1.0"
@@ -23,6 +25,7 @@ typedef struct cli_command {
 
 int cli_cmd_version(int argc, char **argv);
 int cli_cmd_eval(int argc, char **argv);
+int cli_cmd_chat(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
 int cli_cmd_bench(int argc, char **argv);
 
@@ -52,5 +55,51 @@ int cli_cmd_usage(int argc, char **argv);    /* cmd-usage.c */
 /* Open the usage database: read-only (migrating an older schema first) or
  * read-write (creating it). cmd-usage.c. */
 usage_store *cli_open_usage_store(const char *path, gboolean write, GError **error);
+int cli_cmd_inspect(int argc, char **argv);
+int cli_cmd_demo_model(int argc, char **argv);
+int cli_cmd_tokenize(int argc, char **argv);
+int cli_cmd_quantize(int argc, char **argv);
+#ifdef MOEDESK_HAVE_LIBRARY
+int cli_cmd_pull(int argc, char **argv);   /* cmd-pull.c   */
+int cli_cmd_verify(int argc, char **argv); /* cmd-verify.c */
+int cli_cmd_list(int argc, char **argv);   /* cmd-list.c   */
+int cli_cmd_rm(int argc, char **argv);     /* cmd-list.c   */
+#endif
+
+/* Generation shared by chat and run (generate.c). */
+typedef struct cli_gen {
+    moe_context     *ctx;
+    const moe_vocab *vocab;
+    moe_sampler     *sampler;
+    moe_batch       *batch;
+    GArray          *cached; /* int32 tokens now in the KV cache, sequence 0 */
+} cli_gen;
+
+typedef struct cli_gen_stats {
+    guint       n_prompt, n_new; /* prompt tokens; of them evaluated anew  */
+    int         n_gen;
+    double      prompt_s, gen_s;
+    const char *why;             /* stop, length, context full, ...        */
+} cli_gen_stats;
+
+moe_status cli_gen_init(cli_gen *g, moe_context *ctx, const moe_vocab *vocab,
+                        moe_sampler *sampler, moe_err *err);
+void       cli_gen_clear(cli_gen *g);
+/* Evaluates `prompt` (reusing the cached prefix) and generates up to
+ * max_tokens, writing text to `out` and appending it to `reply` (may be
+ * NULL). Stops early when *stop becomes nonzero. False on an engine error
+ * (message in err); stats->why says how it ended. */
+bool       cli_generate(cli_gen *g, const GArray *prompt, int max_tokens, FILE *out,
+                        GString *reply, volatile sig_atomic_t *stop, cli_gen_stats *stats,
+                        moe_err *err);
+void       cli_gen_print_stats(const cli_gen_stats *stats);
+/* Tokenizes text into a new GArray of int32, or NULL (err says why). */
+GArray    *cli_tokenize(const moe_vocab *vocab, const char *text, size_t len, unsigned flags,
+                        moe_err *err);
+/* Renders the conversation (roles[i], contents[i]) with the template and
+ * tokenizes it, ready for the assistant's turn. */
+GArray    *cli_chat_prompt(const moe_chat_template *tmpl, const moe_vocab *vocab,
+                           GPtrArray *roles, GPtrArray *contents, moe_err *err);
+extern const char cli_fallback_chat_template[];
 
 #endif /* MOEDESK_CLI_H */

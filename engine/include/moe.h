@@ -64,8 +64,9 @@ const char *moe_version(void);
 /* ------------------------------------------------------------------------ */
 
 /* Numbered exactly as ggml's `enum ggml_type`, because these numbers are
- * stored in GGUF files. Only the ones named here are known to libmoe; any
- * other number read from a file is reported as MOE_ERR_UNSUPPORTED. */
+ * stored in GGUF files. The ones named here are those libmoe computes with;
+ * the other numbers ggml defines are sized only (moe_type_is_known), and a
+ * number ggml does not define is reported as MOE_ERR_UNSUPPORTED. */
 typedef enum moe_type {
     MOE_TYPE_F32  = 0,
     MOE_TYPE_F16  = 1,
@@ -77,9 +78,14 @@ typedef enum moe_type {
     MOE_TYPE_COUNT = 40, /* one past the largest ggml number we reserve */
 } moe_type;
 
-/* True for the types above (those libmoe can size and dequantise). */
+/* True for every ggml type libmoe can size: the seven above, which it
+ * computes with, and the others ggml defines (q4_1, q5_0, q5_k, q2_k, q3_k,
+ * iq*, i8..f64, tq*, mxfp4), which a file may hold and which are named and
+ * sized so the file opens, but not computed (see moe_type_can_dequantize). */
 bool moe_type_is_known(int type);
-/* "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"; NULL if unknown. */
+/* True for the types moe_dequantize_row handles (the seven named above). */
+bool moe_type_can_dequantize(moe_type type);
+/* "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k"...; NULL if unknown. */
 const char *moe_type_name(moe_type type);
 /* Parses a name case-insensitively ("Q4_K", "q4_k_m" is NOT accepted).
  * Returns false if unknown. */
@@ -488,6 +494,9 @@ int32_t        moe_vocab_n_tokens(const moe_vocab *vocab);
 int32_t        moe_vocab_special(const moe_vocab *vocab, moe_special which);
 bool           moe_vocab_add_bos(const moe_vocab *vocab);
 bool           moe_vocab_add_eos(const moe_vocab *vocab);
+/* The token's type as stored, with llama.cpp's corrections applied (texts
+ * that end generation, such as "<|im_end|>", and FIM/EOT texts become
+ * CONTROL); MOE_TOKEN_UNDEFINED for an id out of range. */
 moe_token_type moe_vocab_token_type(const moe_vocab *vocab, int32_t id);
 /* The token's stored text (byte-level BPE: the GPT-2 byte-mapped form). */
 moe_str        moe_vocab_token_text(const moe_vocab *vocab, int32_t id);
@@ -500,10 +509,13 @@ bool           moe_vocab_is_eog(const moe_vocab *vocab, int32_t id);
 #define MOE_TOKENIZE_PARSE_SPECIAL 2u /* text like "<|im_start|>" becomes the
                                          control token instead of plain text */
 
-/* Tokenizes `len` bytes of UTF-8 `text` (invalid UTF-8 is tokenized as
- * bytes, never rejected). Writes up to `cap` ids to `tokens` and the count to
- * `*n_tokens`; if `cap` is too small returns MOE_ERR_RANGE with `*n_tokens`
- * set to the number needed. */
+/* Tokenizes `len` bytes of UTF-8 `text` exactly as llama.cpp does (same ids
+ * for the same text and flags). Invalid UTF-8 is never rejected: byte-level
+ * BPE reads each ill-formed byte as U+FFFD (as llama.cpp does), SentencePiece
+ * falls back to byte tokens. Writes up to `cap` ids to `tokens` and the count
+ * to `*n_tokens`; if `cap` is too small returns MOE_ERR_RANGE with
+ * `*n_tokens` set to the number needed (`tokens` may be NULL when `cap` is
+ * 0, to count). Any number of threads may tokenize with one vocabulary. */
 moe_status moe_tokenize(const moe_vocab *vocab, const char *text, size_t len,
                         unsigned flags, int32_t *tokens, size_t cap,
                         size_t *n_tokens, moe_err *err);
@@ -524,7 +536,10 @@ moe_detok *moe_detok_new(const moe_vocab *vocab, bool render_special);
 void       moe_detok_free(moe_detok *d);
 /* Appends the text `id` completes to `out` (capacity `cap`, at most
  * cap-1 bytes plus NUL). Returns bytes written, or -1 for an invalid id or a
- * too-small buffer (64 bytes plus the longest token always suffice). */
+ * too-small buffer (then nothing is consumed). Ill-formed bytes come out as
+ * U+FFFD, 3 bytes each, so 16 bytes plus 3 x the token's piece length
+ * (moe_token_to_piece) always suffice; 64 plus the piece length suffice
+ * whenever the piece holds no ill-formed bytes. */
 int64_t    moe_detok_push(moe_detok *d, int32_t id, char *out, size_t cap);
 /* Emits what is held (incomplete sequences as U+FFFD) and resets. */
 int64_t    moe_detok_flush(moe_detok *d, char *out, size_t cap);
@@ -859,10 +874,15 @@ int32_t  moe_machine_n_compute_gpus(const moe_machine *machine);
  *             activations and logits, plus 4 x 32 x n_head x n_ctx for an
  *             attention kernel that scores 32 queries at a time; with experts
  *             in RAM the host adds 4 x n_batch x (2 n_embd + 2 n_expert_used
- *             n_ff_expert) for the expert inputs and outputs
+ *             n_ff_expert) for the expert inputs and outputs. CPU only: the
+ *             CPU backend keeps logits only for the rows asked for (one
+ *             sequence: the last token), so n_batch x n_vocab becomes n_vocab
  *   overhead  MOE_PLAN_CUDA_OVERHEAD_BYTES per GPU used (CUDA context,
- *             cuBLAS workspace) and MOE_PLAN_HOST_OVERHEAD_BYTES on the host
- *             (process, tokenizer, scheduler) in every placement
+ *             cuBLAS workspace) and, on the host in every placement,
+ *             MOE_PLAN_HOST_OVERHEAD_BYTES (threads, scheduler, allocator)
+ *             plus MOE_PLAN_VOCAB_TOKEN_BYTES x n_vocab for the loaded
+ *             tokenizer (strings, merges, lookup tables); measured against
+ *             the engine's resident memory by tests/unit/test-plan-fit.c
  * The budget of a GPU is min(vram_total x ceiling, vram_free); of the host,
  * min(ram_total x ceiling, ram_free).
  *
@@ -887,7 +907,8 @@ int32_t  moe_machine_n_compute_gpus(const moe_machine *machine);
  * no choice and the reason says what the smallest option needs. */
 
 #define MOE_PLAN_CUDA_OVERHEAD_BYTES (UINT64_C(400) << 20) /* per GPU used  */
-#define MOE_PLAN_HOST_OVERHEAD_BYTES (UINT64_C(256) << 20)
+#define MOE_PLAN_HOST_OVERHEAD_BYTES (UINT64_C(2) << 20)  /* + vocab part */
+#define MOE_PLAN_VOCAB_TOKEN_BYTES   160                   /* per token      */
 #define MOE_PLAN_DEFAULT_CEILING     0.90
 #define MOE_PLAN_DEFAULT_N_CTX       32768
 #define MOE_PLAN_DEFAULT_N_BATCH     512
@@ -1135,6 +1156,15 @@ moe_status moe_chat_template_render_json(const moe_chat_template *t, const char 
                                          moe_err *err);
 
 /* ------------------------------------------------------------------------ */
+/* Demo model                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Writes MoeDesk's demo model to `path`: a tiny qwen3moe GGUF (about 7 MB,
+ * Q8_0) whose weights are RANDOM, with a byte-level tokenizer and a ChatML
+ * template. Its general.name says "random weights"; what it generates is
+ * noise. It exists so every part of MoeDesk can be tried offline. The same
+ * seed gives the same bytes on every platform. */
+moe_status moe_demo_model_write(const char *path, uint64_t seed, moe_err *err);
 /* Models and inference                                                     */
 /* ------------------------------------------------------------------------ */
 

@@ -111,9 +111,11 @@ moe_status moe_model_tensor(moe_model *m, const char *fmt, int layer, int64_t ne
                         name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                         (long long)t->ne[3], (long long)want[0], (long long)want[1]);
     }
-    if (!moe_type_is_known((int)t->type))
-        return moe_fail(err, MOE_ERR_UNSUPPORTED, "tensor '%s' has type %d, which libmoe does not support",
-                        name, (int)t->type);
+    if (!moe_type_can_dequantize(t->type))
+        return moe_fail(err, MOE_ERR_UNSUPPORTED,
+                        "tensor '%s' has type %s, which libmoe cannot compute with yet "
+                        "(requantise the model to q8_0, q4_k or q4_0)",
+                        name, moe_type_name(t->type) ? moe_type_name(t->type) : "(unknown)");
     if ((flags & MOE_TENSOR_F32) && t->type != MOE_TYPE_F32)
         return moe_fail(err, MOE_ERR_UNSUPPORTED, "tensor '%s' has type %s; it must be f32", name,
                         moe_type_name(t->type));
