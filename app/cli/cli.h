@@ -19,5 +19,7 @@ typedef struct cli_command {
 } cli_command;
 
 int cli_cmd_version(int argc, char **argv);
+int cli_cmd_hw(int argc, char **argv);
+int cli_cmd_plan(int argc, char **argv);
 
 #endif /* MOEDESK_CLI_H */

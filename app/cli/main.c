@@ -10,6 +10,8 @@
 
 static const cli_command commands[] = {
     {"version", "print the version", cli_cmd_version},
+    {"hw", "describe this machine: CPU, RAM, GPUs", cli_cmd_hw},
+    {"plan", "plan memory for a model on this machine", cli_cmd_plan},
 };
 
 static void print_usage(FILE *out)

@@ -3,9 +3,11 @@
  *
  * libmoe reads and writes GGUF model files, knows the tensor block formats
  * that llama.cpp uses (so files interoperate both ways), tokenizes text with
- * the vocabulary stored in a GGUF file, and (in later layers) runs
- * Mixture-of-Experts models. It is plain C11 plus libc and threads: no GLib,
- * so it cross-compiles with mingw-w64 and its tests run under wine.
+ * the vocabulary stored in a GGUF file, describes the machine (hardware
+ * probe), plans where a model's memory goes (memory planner) and (in later
+ * layers) runs Mixture-of-Experts models. It is plain C11 plus libc and
+ * threads: no GLib, so it cross-compiles with mingw-w64 and its tests run
+ * under wine.
  *
  * Conventions that hold for every function below:
  *   - Fallible calls return a moe_status and, when `err` is not NULL, write a
@@ -623,6 +625,339 @@ moe_status moe_stop_matcher_feed(moe_stop_matcher *m, const char *piece, size_t 
                                  moe_stop_result *out, moe_err *err);
 /* The generation ended without a stop: gives back everything held. */
 moe_stop_result moe_stop_matcher_flush(moe_stop_matcher *m);
+
+/* ------------------------------------------------------------------------ */
+/* Hardware                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* What the machine offers the engine: CPU model and SIMD features, cores,
+ * RAM, and GPUs with their memory. Filled by a probe of this machine or,
+ * for tests and "what if I had..." questions, from a machine file.
+ *
+ * The probe never fails for lack of a GPU: a machine without the NVIDIA
+ * driver (no libnvidia-ml.so.1 / nvml.dll) simply has no compute GPU, and
+ * gpu_note says why. Environment variables it reads:
+ *   MOEDESK_MACHINE=FILE     moe_hw_probe describes FILE instead of this
+ *                            machine (format: moe_machine_parse below)
+ *   MOEDESK_NVML_PATH=LIB    load NVML from LIB instead of the driver's
+ *                            library (tests point it at a fake NVML)   */
+
+#define MOE_HW_MAX_GPUS  16
+#define MOE_HW_NAME_SIZE 128
+
+/* CPU features as bits of moe_machine.cpu_features. x86 features count only
+ * when the operating system saves the registers they use (XGETBV). */
+typedef enum moe_cpu_feature {
+    MOE_CPU_SSE42       = 1u << 0,
+    MOE_CPU_AVX         = 1u << 1,
+    MOE_CPU_AVX2        = 1u << 2,
+    MOE_CPU_FMA         = 1u << 3,
+    MOE_CPU_F16C        = 1u << 4,
+    MOE_CPU_AVX512F     = 1u << 5,
+    MOE_CPU_AVX512BW    = 1u << 6,
+    MOE_CPU_AVX512VL    = 1u << 7,
+    MOE_CPU_AVX512_VNNI = 1u << 8,
+    MOE_CPU_AVX_VNNI    = 1u << 9,
+    MOE_CPU_AVX512_BF16 = 1u << 10,
+    MOE_CPU_NEON        = 1u << 11,
+    MOE_CPU_DOTPROD     = 1u << 12,
+} moe_cpu_feature;
+#define MOE_CPU_FEATURE_COUNT 13
+
+/* "sse4.2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
+ * "avx512_vnni", "avx_vnni", "avx512_bf16", "neon", "dotprod"; NULL for a
+ * value that is not exactly one feature bit. */
+const char *moe_cpu_feature_name(moe_cpu_feature feature);
+/* The inverse (exact, lower case); false if unknown. */
+bool        moe_cpu_feature_from_name(const char *name, moe_cpu_feature *out);
+
+typedef enum moe_gpu_source {
+    MOE_GPU_SOURCE_NVML = 1, /* NVIDIA driver's management library         */
+    MOE_GPU_SOURCE_DXGI = 2, /* Windows adapter list (any vendor)          */
+    MOE_GPU_SOURCE_FILE = 3, /* a machine file                             */
+} moe_gpu_source;
+
+typedef struct moe_gpu_info {
+    char           name[MOE_HW_NAME_SIZE]; /* "NVIDIA GeForce RTX 4090"   */
+    char           driver[32];        /* driver version, "" if unknown     */
+    uint64_t       vram_total_bytes;
+    uint64_t       vram_free_bytes;   /* DXGI cannot tell: equals total    */
+    double         power_watts;       /* current draw; 0 if unknown        */
+    bool           compute;           /* usable by the CUDA backend (NVML
+                                         GPUs, file GPUs unless they say
+                                         "compute": false; DXGI: no)       */
+    moe_gpu_source source;
+} moe_gpu_info;
+
+typedef struct moe_machine {
+    char         name[MOE_HW_NAME_SIZE];     /* "this machine" or the file's
+                                                "name"                      */
+    char         cpu_name[MOE_HW_NAME_SIZE]; /* never empty after a probe   */
+    uint32_t     cpu_features;               /* moe_cpu_feature bits        */
+    int32_t      n_cores_logical;            /* >= 1                        */
+    int32_t      n_cores_physical;           /* >= 1, <= logical            */
+    uint64_t     ram_total_bytes;
+    uint64_t     ram_free_bytes;             /* available to a new process  */
+    int32_t      n_gpus;                     /* 0..MOE_HW_MAX_GPUS          */
+    moe_gpu_info gpus[MOE_HW_MAX_GPUS];
+    char         gpu_note[160];  /* how the GPUs were found, or why none:
+                                    "NVML: libnvidia-ml.so.1 not found"     */
+    bool         from_file;      /* described by a machine file             */
+} moe_machine;
+
+/* Describes this machine, or the file named by MOEDESK_MACHINE when that is
+ * set (then errors are the file's). Fails only for a bad machine file or
+ * when even the RAM size cannot be read. Takes a few milliseconds (NVML
+ * initialisation can take longer on a machine with GPUs). */
+moe_status moe_hw_probe(moe_machine *out, moe_err *err);
+/* The same, always probing this machine (ignores MOEDESK_MACHINE). */
+moe_status moe_hw_probe_system(moe_machine *out, moe_err *err);
+
+/* Reads a machine file (at most 1 MiB): see moe_machine_parse. */
+moe_status moe_machine_load(const char *path, moe_machine *out, moe_err *err);
+
+/* Parses a machine description: one JSON object, for example
+ *   { "name": "1x RTX 4090 workstation",
+ *     "cpu": "AMD Ryzen 9 7950X", "cpu_features": ["avx2", "fma", "avx512f"],
+ *     "cores_logical": 32, "cores_physical": 16,
+ *     "ram_total": "64 GiB", "ram_free": "58 GiB",
+ *     "gpus": [ { "name": "NVIDIA GeForce RTX 4090", "vram_total": "24564 MiB",
+ *                 "vram_free": "24000 MiB", "driver": "560.94",
+ *                 "power_watts": 350, "compute": true } ] }
+ * Only these keys are allowed (an unknown or repeated key is an error, so a
+ * typo cannot pass unnoticed). Sizes are byte counts, or strings of a
+ * number and a unit (B, KB, MB, GB, TB powers of 1000; KiB, MiB, GiB, TiB
+ * powers of 1024). Required: ram_total. Defaults: ram_free = ram_total,
+ * vram_free = vram_total, cores 1, no features, no GPUs. The subset of JSON
+ * read: objects, arrays, strings (escapes \" \\ \/ \b \f \n \r \t \uXXXX),
+ * numbers, true/false; nesting at most 3 deep; at most MOE_HW_MAX_GPUS
+ * GPUs. `source` names the text in messages (may be NULL). Never reads
+ * past `len`; the text need not be NUL-terminated. */
+moe_status moe_machine_parse(const char *text, size_t len, const char *source,
+                             moe_machine *out, moe_err *err);
+
+/* GPUs with compute set. */
+int32_t  moe_machine_n_compute_gpus(const moe_machine *machine);
+
+/* ------------------------------------------------------------------------ */
+/* Memory planner                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Given a model (its tensor sizes from a GGUF file, or a catalog entry's
+ * parameter counts and quantisation files) and a machine, the planner lists
+ * every (quantisation, placement, context) option with the GPU and host
+ * memory it needs, and chooses one. All figures are bytes.
+ *
+ * Estimate for one option (n_ctx tokens, one sequence):
+ *   weights   from the file's tensor sizes (exact per group), or the
+ *             catalog file size split over the groups in proportion to
+ *             params x bpw, or params x bpw / 8 when no size is known
+ *             (bpw: f32 32, f16/bf16 16, q8_0 8.5, q6_k 6.5625, q5_k 5.5,
+ *             q4_k 4.5, q4_0 4.5, mxfp4 4.25, ... see moe_plan_quant_info)
+ *   KV cache  n_layer_kv x 2 x n_head_kv x head_dim x cells x bytes, or for
+ *             MLA n_layer_kv x (kv_lora_rank + qk_rope_head_dim) x cells x
+ *             bytes; bytes per element f16 = 2, q8_0 = 34/32; cells = n_ctx,
+ *             or min(n_ctx, n_swa + n_batch) on sliding-window layers; plus
+ *             linear-attention layers' state, n_layer_linear x linear_n_head
+ *             x linear_head_dim^2 x 4
+ *   compute   4 x n_batch x (n_vocab + 8 n_embd + 2 n_expert_used n_ff_expert)
+ *             activations and logits, plus 4 x 32 x n_head x n_ctx for an
+ *             attention kernel that scores 32 queries at a time; with experts
+ *             in RAM the host adds 4 x n_batch x (2 n_embd + 2 n_expert_used
+ *             n_ff_expert) for the expert inputs and outputs
+ *   overhead  MOE_PLAN_CUDA_OVERHEAD_BYTES per GPU used (CUDA context,
+ *             cuBLAS workspace) and MOE_PLAN_HOST_OVERHEAD_BYTES on the host
+ *             (process, tokenizer, scheduler) in every placement
+ * The budget of a GPU is min(vram_total x ceiling, vram_free); of the host,
+ * min(ram_total x ceiling, ram_free).
+ *
+ * Placements:
+ *   GPU     every weight, KV and compute on the GPUs. With several GPUs the
+ *           layers are split in proportion to the budgets: each GPU pays its
+ *           own overhead and compute buffer, and each GPU after the first
+ *           loses one layer (weights + KV) of room to the split granularity.
+ *           The fewest GPUs that fit are used.
+ *   HYBRID  embeddings/output, attention, routers, shared experts, KV and
+ *           compute on the GPUs; routed experts in host RAM, run on the CPU.
+ *           The option reports how many layers' experts would also fit on
+ *           the GPUs (n_expert_layers_gpu). Only for models with experts and
+ *           machines with a compute GPU.
+ *   CPU     everything in host RAM.
+ *
+ * Choice: the contexts are tried in the order given; at the first context
+ * where anything fits, the first placement in the order GPU, HYBRID, CPU
+ * that has a fitting option wins, and within it the best quality (f32 >
+ * f16/bf16 > q8_0 > q6_k > q5_k > q4_k > mxfp4 > iq4 > q4_0 > q3 > q2 >
+ * q1; ties: the larger file). If nothing fits at any context the plan has
+ * no choice and the reason says what the smallest option needs. */
+
+#define MOE_PLAN_CUDA_OVERHEAD_BYTES (UINT64_C(400) << 20) /* per GPU used  */
+#define MOE_PLAN_HOST_OVERHEAD_BYTES (UINT64_C(256) << 20)
+#define MOE_PLAN_DEFAULT_CEILING     0.90
+#define MOE_PLAN_DEFAULT_N_CTX       32768
+#define MOE_PLAN_DEFAULT_N_BATCH     512
+
+/* Tensor groups; their names are the catalog's keys. */
+typedef enum moe_tensor_group {
+    MOE_GROUP_EMBD_OUTPUT = 0, /* "embd_output": token_embd, output, output_norm  */
+    MOE_GROUP_ATTENTION,       /* "attention": attention weights, all layer norms */
+    MOE_GROUP_ROUTER,          /* "router": ffn_gate_inp*, exp_probs_b            */
+    MOE_GROUP_SHARED_EXPERTS,  /* "shared_experts": *_shexp, dense FFN layers     */
+    MOE_GROUP_ROUTED_EXPERTS,  /* "routed_experts": *_exps                        */
+    MOE_GROUP_COUNT,
+} moe_tensor_group;
+
+/* The group of a GGUF tensor name (llama.cpp's names). */
+moe_tensor_group moe_tensor_group_of(const char *tensor_name);
+/* "embd_output", "attention", "router", "shared_experts", "routed_experts";
+ * NULL when out of range. */
+const char      *moe_tensor_group_name(moe_tensor_group group);
+
+/* What a quantisation name means to the planner: nominal bits per weight
+ * and a quality rank (higher is better). Accepts llama.cpp file-type names
+ * in any case with an optional "UD-" prefix and size suffix: "Q4_K_M",
+ * "q4_k", "UD-Q4_K_XL", "BF16", "MXFP4", "IQ1_S"... False if unknown. */
+bool moe_plan_quant_info(const char *quant, double *bpw, int32_t *quality);
+
+#define MOE_PLAN_MAX_VARIANTS 32
+#define MOE_PLAN_MAX_CTX      8
+
+/* One way the weights can be stored: a file (or split set) or a
+ * quantisation the importer would produce. */
+typedef struct moe_plan_variant {
+    char     name[48];       /* what to show: "Q4_K_M", "BF16 (import)"     */
+    char     quant[24];      /* its quantisation, for moe_plan_quant_info   */
+    double   bpw;
+    int32_t  quality;
+    uint64_t file_bytes;     /* 0: unknown, estimated from params x bpw     */
+    bool     size_estimated; /* file_bytes is an estimate                   */
+    bool     exact_groups;   /* group_bytes are the file's tensor sizes     */
+    uint64_t group_bytes[MOE_GROUP_COUNT]; /* weights per group            */
+} moe_plan_variant;
+
+/* A model as the planner sees it. Zero-initialise, fill, add variants. */
+typedef struct moe_plan_model {
+    char     name[128];
+    char     arch[32];            /* general.architecture                   */
+    int64_t  n_layer;
+    int64_t  n_embd;
+    int64_t  n_vocab;
+    int64_t  n_head;
+    int64_t  n_head_kv;           /* 0: n_head                              */
+    int64_t  head_dim_k;          /* 0: n_embd / n_head                     */
+    int64_t  head_dim_v;          /* 0: head_dim_k                          */
+    int64_t  kv_lora_rank;        /* > 0: MLA, the cache holds the latent   */
+    int64_t  qk_rope_head_dim;    /* MLA: rotary part stored beside it      */
+    int64_t  n_layer_kv;          /* layers with a KV cache; 0: n_layer      */
+    int64_t  n_layer_swa;         /* of those, sliding-window layers        */
+    int64_t  n_swa;               /* their window                           */
+    int64_t  n_layer_linear;      /* linear-attention layers (fixed state)  */
+    int64_t  linear_n_head;
+    int64_t  linear_head_dim;
+    int64_t  n_expert;            /* 0 for a dense model                    */
+    int64_t  n_expert_used;
+    int64_t  n_ff_expert;
+    int64_t  n_layer_moe;         /* layers with routed experts; 0: n_layer */
+    int64_t  n_ctx_train;
+    uint64_t group_params[MOE_GROUP_COUNT];
+    size_t           n_variants;
+    moe_plan_variant variants[MOE_PLAN_MAX_VARIANTS];
+} moe_plan_model;
+
+/* Fills `out` from a GGUF file's metadata (<arch>.block_count,
+ * .embedding_length, .attention.head_count[_kv], .key_length, .value_length,
+ * .kv_lora_rank, .rope.dimension_count, .expert_count, .expert_used_count,
+ * .expert_feed_forward_length, .context_length, .attention.sliding_window)
+ * and tensor list: group_params and one variant, the file itself, with
+ * exact group sizes. MOE_ERR_FORMAT naming the key when a required one is
+ * missing. */
+moe_status moe_plan_model_from_gguf(const moe_gguf *gguf, moe_plan_model *out,
+                                    moe_err *err);
+
+/* Adds a variant stored as `quant` (see moe_plan_quant_info) shown as
+ * `name` (NULL: quant), with its file size (0 if unknown). Group sizes are
+ * derived from group_params, which must be set first. MOE_ERR_NOT_FOUND for
+ * an unknown quant, MOE_ERR_RANGE when MOE_PLAN_MAX_VARIANTS are present. */
+moe_status moe_plan_model_add_variant(moe_plan_model *model, const char *name,
+                                      const char *quant, uint64_t file_bytes,
+                                      bool size_estimated, moe_err *err);
+
+/* Checks the fields the planner needs (positive sizes, n_expert_used <=
+ * n_expert, at least one variant...); the message names the field. */
+moe_status moe_plan_model_check(const moe_plan_model *model, moe_err *err);
+
+typedef struct moe_plan_params {
+    int64_t  n_ctx[MOE_PLAN_MAX_CTX]; /* contexts to try, in order         */
+    size_t   n_n_ctx;   /* 0: one, min(MOE_PLAN_DEFAULT_N_CTX, n_ctx_train) */
+    int32_t  n_batch;   /* 0: MOE_PLAN_DEFAULT_N_BATCH                     */
+    moe_type kv_type;   /* MOE_TYPE_F16 (0 means F16 too) or MOE_TYPE_Q8_0 */
+    double   ceiling;   /* fraction of memory to use, (0, 1]; 0: 0.90      */
+} moe_plan_params;
+
+moe_plan_params moe_plan_default_params(void);
+
+typedef enum moe_placement {
+    MOE_PLACE_GPU    = 0,
+    MOE_PLACE_HYBRID = 1,
+    MOE_PLACE_CPU    = 2,
+} moe_placement;
+
+/* "all on GPU", "experts in RAM", "CPU only". */
+const char *moe_placement_str(moe_placement placement);
+
+typedef struct moe_plan_option {
+    size_t        variant;            /* index into model->variants         */
+    int64_t       n_ctx;
+    moe_placement placement;
+    int32_t       n_gpus;             /* GPUs used (0 for CPU)              */
+    uint64_t      weights_gpu_bytes;
+    uint64_t      weights_host_bytes;
+    uint64_t      kv_bytes;           /* on the GPUs unless placement CPU   */
+    uint64_t      compute_gpu_bytes;  /* all GPUs together                  */
+    uint64_t      compute_host_bytes;
+    uint64_t      overhead_gpu_bytes;
+    uint64_t      overhead_host_bytes;
+    uint64_t      gpu_bytes;          /* sum of the GPU parts               */
+    uint64_t      host_bytes;         /* sum of the host parts              */
+    uint64_t      gpu_budget_bytes;   /* of the GPUs used, less the split
+                                         granularity reserve                */
+    uint64_t      host_budget_bytes;
+    int32_t       n_expert_layers_gpu; /* HYBRID: expert layers that would
+                                          also fit on the GPUs              */
+    bool          fits;
+} moe_plan_option;
+
+typedef struct moe_plan moe_plan;
+
+/* Plans `model` (which must pass moe_plan_model_check) on `machine`;
+ * `params` may be NULL for defaults. The plan copies what it needs. */
+moe_status moe_plan_make(const moe_plan_model *model, const moe_machine *machine,
+                         const moe_plan_params *params, moe_plan **out,
+                         moe_err *err);
+void       moe_plan_free(moe_plan *plan);
+
+/* Options in order: context (as given), variant (best quality first),
+ * placement (GPU, HYBRID, CPU). Placements that do not apply (HYBRID
+ * without experts or GPU; GPU without a GPU) are left out. */
+size_t                 moe_plan_n_options(const moe_plan *plan);
+const moe_plan_option *moe_plan_option_at(const moe_plan *plan, size_t i);
+/* Index of the chosen option, or -1 when nothing fits. */
+int64_t                moe_plan_chosen(const moe_plan *plan);
+/* One line explaining the choice, or what the smallest option needs. */
+const char            *moe_plan_reason(const moe_plan *plan);
+
+/* The catalog's verdict for one variant at one of the plan's contexts: the
+ * best placement where it fits. */
+typedef enum moe_verdict {
+    MOE_VERDICT_FITS_GPU = 0, /* "fits on GPU"     */
+    MOE_VERDICT_PARTIAL,      /* "partial offload" */
+    MOE_VERDICT_CPU_ONLY,     /* "CPU only"        */
+    MOE_VERDICT_WONT_FIT,     /* "won't fit"       */
+} moe_verdict;
+
+const char *moe_verdict_str(moe_verdict verdict);
+/* WONT_FIT also for a variant or context the plan does not have. */
+moe_verdict moe_plan_verdict(const moe_plan *plan, size_t variant, int64_t n_ctx);
 
 #ifdef __cplusplus
 }
