@@ -21,5 +21,6 @@ typedef struct cli_command {
 int cli_cmd_version(int argc, char **argv);
 int cli_cmd_hw(int argc, char **argv);
 int cli_cmd_plan(int argc, char **argv);
+int cli_cmd_import(int argc, char **argv);
 
 #endif /* MOEDESK_CLI_H */

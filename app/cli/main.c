@@ -12,6 +12,7 @@ static const cli_command commands[] = {
     {"version", "print the version", cli_cmd_version},
     {"hw", "describe this machine: CPU, RAM, GPUs", cli_cmd_hw},
     {"plan", "plan memory for a model on this machine", cli_cmd_plan},
+    {"import", "convert a Hugging Face checkpoint folder into GGUF", cli_cmd_import},
 };
 
 static void print_usage(FILE *out)
