@@ -24,15 +24,18 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: moedesk-cli import DIR [--type TYPE] [-o OUT.gguf] [--name NAME] [--quiet]\n"
+            "usage: moedesk-cli import DIR [--type TYPE] [-o OUT.gguf] [--name NAME]\n"
+            "                          [--machine FILE] [--quiet]\n"
             "\n"
             "Converts a Hugging Face checkpoint (config.json, tokenizer files,\n"
             "*.safetensors) of Qwen3-MoE, Qwen2-MoE, Mixtral or OLMoE into GGUF.\n"
-            "  --type TYPE   q8_0 (default), q4_k (= Q4_K_M mixture), q6_k, q4_0,\n"
-            "                bf16, f16 or f32\n"
-            "  -o OUT.gguf   output file (default: DIR/NAME-TYPE.gguf)\n"
-            "  --name NAME   general.name (default: the folder's name)\n"
-            "  --quiet       no progress on stderr\n");
+            "  --type TYPE     bf16, q8_0, q6_k, q4_k (= the Q4_K_M mixture), q4_0,\n"
+            "                  f16 or f32; default: the best the memory planner\n"
+            "                  finds fits this machine\n"
+            "  -o OUT.gguf     output file (default: DIR/NAME-TYPE.gguf)\n"
+            "  --name NAME     general.name (default: the folder's name)\n"
+            "  --machine FILE  plan for the machine FILE describes (moedesk-cli hw --json)\n"
+            "  --quiet         no progress on stderr\n");
 }
 
 /* Peak resident memory in KiB, or -1 where unknown. */
@@ -80,6 +83,7 @@ int cli_cmd_import(int argc, char **argv)
 {
     moedesk_import_options opt = { 0 };
     gboolean quiet = FALSE;
+    const char *machine_file = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const gboolean has_val = i + 1 < argc;
@@ -97,6 +101,8 @@ int cli_cmd_import(int argc, char **argv)
             opt.out_path = argv[++i];
         } else if (strcmp(a, "--name") == 0 && has_val) {
             opt.name = argv[++i];
+        } else if (strcmp(a, "--machine") == 0 && has_val) {
+            machine_file = argv[++i];
         } else if (strcmp(a, "--quiet") == 0) {
             quiet = TRUE;
         } else if (a[0] == '-' || opt.dir) {
@@ -110,6 +116,15 @@ int cli_cmd_import(int argc, char **argv)
     if (!opt.dir) {
         usage(stderr);
         return 2;
+    }
+    moe_machine machine;
+    if (machine_file) {
+        moe_err err = { { 0 } };
+        if (moe_machine_load(machine_file, &machine, &err) != MOE_OK) {
+            fprintf(stderr, "moedesk-cli import: %s\n", err.msg);
+            return 1;
+        }
+        opt.machine = &machine;
     }
     progress_state ps = { .last_pct = -1 };
 #ifndef _WIN32
@@ -140,6 +155,8 @@ int cli_cmd_import(int argc, char **argv)
     if (peak >= 0)
         printf(", peak memory %.1f MB", (double)peak * 1024.0 / 1e6);
     printf("\n");
+    if (res.type_reason)
+        printf("type %s: %s\n", moe_type_name(res.type), res.type_reason);
     moedesk_import_result_clear(&res);
     return 0;
 }

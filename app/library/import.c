@@ -27,13 +27,73 @@
 
 G_DEFINE_QUARK(moedesk-import-error-quark, moedesk_import_error)
 
-moe_type moedesk_import_choose_type(const char *gguf_arch, guint64 n_params)
+/* Quantisations the importer writes, best first, with the moe_type each
+ * stands for. */
+static const struct {
+    const char *quant;
+    moe_type    type;
+} k_import_types[] = {
+    { "BF16", MOE_TYPE_BF16 }, { "Q8_0", MOE_TYPE_Q8_0 }, { "Q6_K", MOE_TYPE_Q6_K },
+    { "Q4_K_M", MOE_TYPE_Q4_K }, { "Q4_0", MOE_TYPE_Q4_0 },
+};
+
+moe_type moedesk_import_choose_type(moe_plan_model *model, const moe_machine *machine,
+                                    char **reason)
 {
-    /* The planner (branch `planner`) will pick the best quality that fits
-     * this machine from n_params; until then: Q8_0. */
-    (void)gguf_arch;
-    (void)n_params;
+    moe_err err = { { 0 } };
+    model->n_variants = 0;
+    for (size_t i = 0; i < G_N_ELEMENTS(k_import_types); i++)
+        if (moe_plan_model_add_variant(model, NULL, k_import_types[i].quant, 0, true, &err) !=
+            MOE_OK)
+            goto fallback;
+    moe_plan *plan = NULL;
+    if (moe_plan_model_check(model, &err) != MOE_OK ||
+        moe_plan_make(model, machine, NULL, &plan, &err) != MOE_OK)
+        goto fallback;
+    const int64_t chosen = moe_plan_chosen(plan);
+    moe_type type = MOE_TYPE_Q4_K;
+    if (chosen >= 0) {
+        const moe_plan_option *o = moe_plan_option_at(plan, (size_t)chosen);
+        for (size_t i = 0; i < G_N_ELEMENTS(k_import_types); i++)
+            if (strcmp(model->variants[o->variant].quant, k_import_types[i].quant) == 0)
+                type = k_import_types[i].type;
+    }
+    if (reason)
+        *reason = g_strdup_printf("%s%s", chosen >= 0 ? "" : "nothing fits, so Q4_K_M: ",
+                                  moe_plan_reason(plan));
+    moe_plan_free(plan);
+    return type;
+fallback:
+    if (reason)
+        *reason = g_strdup_printf("planner unavailable (%s), so Q8_0", err.msg);
     return MOE_TYPE_Q8_0;
+}
+
+/* The planner's view of the checkpoint: hyperparameters from config.json,
+ * parameters per tensor group from the plan. */
+static void plan_model_of(const hf_config *c, const hf_plan *plan, const char *name,
+                          moe_plan_model *m)
+{
+    memset(m, 0, sizeof *m);
+    g_strlcpy(m->name, name, sizeof m->name);
+    g_strlcpy(m->arch, c->gguf_arch, sizeof m->arch);
+    m->n_layer = c->n_layer;
+    m->n_embd = c->n_embd;
+    m->n_vocab = c->n_vocab;
+    m->n_head = c->n_head;
+    m->n_head_kv = c->n_head_kv;
+    m->head_dim_k = m->head_dim_v = c->head_dim;
+    m->n_expert = c->n_expert;
+    m->n_expert_used = c->n_expert_used;
+    m->n_ff_expert = c->n_ff_exp;
+    gint64 ctx = 0;
+    if (hf_json_int(c->root, "max_position_embeddings", "config.json", &ctx, NULL) && ctx > 0)
+        m->n_ctx_train = ctx;
+    for (gint64 i = 0; i < plan->n_tensors; i++) {
+        const hf_plan_tensor *t = &plan->tensors[i];
+        m->group_params[moe_tensor_group_of(t->name)] +=
+            (uint64_t)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+    }
 }
 
 void moedesk_import_result_clear(moedesk_import_result *r)
@@ -41,6 +101,7 @@ void moedesk_import_result_clear(moedesk_import_result *r)
     if (!r)
         return;
     g_free(r->out_path);
+    g_free(r->type_reason);
     memset(r, 0, sizeof *r);
 }
 
@@ -313,14 +374,27 @@ gboolean moedesk_import(const moedesk_import_options *opt, moedesk_import_result
     g_autoptr(hf_checkpoint) ckpt = hf_checkpoint_open(opt->dir, error);
     hf_plan plan = { 0 };
     gboolean ok = ckpt && hf_plan_build(cfg, ckpt, &plan, error);
-    const moe_type type = opt->type_given ? opt->type
-                                          : moedesk_import_choose_type(cfg->gguf_arch,
-                                                                       plan.n_params);
-    guint32 ftype = 0;
-    ok = ok && choose_types(&plan, cfg, type, &ftype, error);
-
     g_autofree char *base = g_path_get_basename(opt->dir);
     const char *name = opt->name ? opt->name : base;
+    moe_type type = opt->type;
+    g_autofree char *reason = NULL;
+    if (ok && !opt->type_given) {
+        moe_machine probed;
+        moe_err perr = { { 0 } };
+        const moe_machine *mach = opt->machine;
+        if (!mach && moe_hw_probe(&probed, &perr) == MOE_OK)
+            mach = &probed;
+        g_autofree moe_plan_model *pm = g_new0(moe_plan_model, 1);
+        plan_model_of(cfg, &plan, name, pm);
+        if (mach) {
+            type = moedesk_import_choose_type(pm, mach, &reason);
+        } else {
+            type = MOE_TYPE_Q8_0;
+            reason = g_strdup_printf("hardware probe failed (%s), so Q8_0", perr.msg);
+        }
+    }
+    guint32 ftype = 0;
+    ok = ok && choose_types(&plan, cfg, type, &ftype, error);
     g_autofree char *out_path = opt->out_path ? g_strdup(opt->out_path)
                                               : default_out_path(opt->dir, name, type);
     moe_gguf_writer *w = moe_gguf_writer_new();
@@ -347,6 +421,7 @@ gboolean moedesk_import(const moedesk_import_options *opt, moedesk_import_result
         result->hf_arch = cfg->hf_name;
         result->gguf_arch = cfg->gguf_arch;
         result->type = type;
+        result->type_reason = g_steal_pointer(&reason);
         result->n_tensors = plan.n_tensors;
         result->n_params = plan.n_params;
         result->in_bytes = hf_checkpoint_bytes(ckpt);

@@ -40,6 +40,9 @@ typedef struct moedesk_import_options {
     gboolean    type_given; /* FALSE: moedesk_import_choose_type decides   */
     moe_type    type;       /* F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K      */
     const char *name;       /* general.name; NULL: the folder's name       */
+    /* The machine the planner chooses the type for when !type_given; NULL:
+     * this one (moe_hw_probe). */
+    const moe_machine *machine;
     /* Called after each chunk with the source bytes converted so far and
      * in total; may be NULL. */
     void      (*progress)(void *user, guint64 done, guint64 total);
@@ -51,6 +54,7 @@ typedef struct moedesk_import_result {
     const char *hf_arch;    /* "Qwen3MoeForCausalLM" (static)              */
     const char *gguf_arch;  /* "qwen3moe" (static)                         */
     moe_type    type;       /* the target type used                        */
+    char       *type_reason; /* why, when the planner chose it (owned)     */
     gint64      n_tensors;
     guint64     n_params;
     guint64     in_bytes;   /* safetensors shards                          */
@@ -64,10 +68,14 @@ gboolean moedesk_import(const moedesk_import_options *opt, moedesk_import_result
                         GError **error);
 void     moedesk_import_result_clear(moedesk_import_result *result);
 
-/* The target type when the user names none. This is where the memory
- * planner's choice plugs in (given the parameter count and this machine);
- * until it is wired up the answer is Q8_0, the best quality a 4090 owner
- * can usually run for the small MoEs. */
-moe_type moedesk_import_choose_type(const char *gguf_arch, guint64 n_params);
+/* The target type when the user names none: the memory planner's choice
+ * for `model` (hyperparameters and group_params filled; the variants are
+ * added here: BF16, Q8_0, Q6_K, Q4_K_M, Q4_0) on `machine` at the default
+ * context: the best quality that fits, preferring all-on-GPU, then experts
+ * in RAM, then CPU only. When nothing fits, Q4_K (the smallest mixture
+ * worth running); when the planner cannot run (machine unknown), Q8_0.
+ * `reason` (may be NULL) gets a g_free'd line saying why. */
+moe_type moedesk_import_choose_type(moe_plan_model *model, const moe_machine *machine,
+                                    char **reason);
 
 #endif /* MOEDESK_IMPORT_H */
