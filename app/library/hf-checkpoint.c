@@ -18,13 +18,18 @@
  *   model.norm.weight                        -> output_norm.weight
  *   lm_head.weight                           -> output.weight
  * Expert matrices [n_ff, n_embd] stack into ne = [n_embd, n_ff, n_expert]
- * (down: [n_ff, n_embd, n_expert]). Mixtral's q_proj/k_proj rows are
+ * (down: [n_ff, n_embd, n_expert]). transformers 5 saves the Qwen MoE
+ * experts fused instead, as mlp.experts.gate_up_proj [n_expert, 2 n_ff,
+ * n_embd] (gate rows first, then up) and mlp.experts.down_proj [n_expert,
+ * n_embd, n_ff], with or without ".weight"; those are split the same way
+ * llama.cpp's converter splits them. Mixtral's q_proj/k_proj rows are
  * permuted per head (hf_plan_permuted_source_row). rotary_emb.inv_freq
  * buffers are skipped; any other unknown tensor is an error, as in
  * llama.cpp.
  */
 #include "import-internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct hf_checkpoint {
@@ -301,13 +306,120 @@ static void format_shape(char *buf, size_t size, guint32 n_dims, const gint64 *s
         g_snprintf(buf + n, size - n, "]");
 }
 
+static hf_plan_tensor *find_planned(builder *b, const char *gguf_name)
+{
+    for (guint i = 0; i < b->tensors->len; i++) {
+        hf_plan_tensor *t = &g_array_index(b->tensors, hf_plan_tensor, i);
+        if (strcmp(t->name, gguf_name) == 0)
+            return t;
+    }
+    return NULL;
+}
+
+static gboolean check_dtype(const moe_safetensors_tensor *t, const char *file, GError **error)
+{
+    if (t->dtype == MOE_ST_F32 || t->dtype == MOE_ST_F16 || t->dtype == MOE_ST_BF16)
+        return TRUE;
+    g_set_error(error, MOEDESK_IMPORT_ERROR, MOEDESK_IMPORT_ERROR_UNSUPPORTED,
+                "%s: tensor '%s' is %s; only F32, F16 and BF16 can be imported", file,
+                t->name, t->dtype_name ? t->dtype_name : "of an unknown dtype");
+    return FALSE;
+}
+
+static gboolean check_shape(const moe_safetensors_tensor *t, const char *file, guint32 n_dims,
+                            const gint64 *want, GError **error)
+{
+    gboolean same = t->n_dims == n_dims;
+    for (guint32 d = 0; same && d < n_dims; d++)
+        same = t->shape[d] == want[d];
+    if (same)
+        return TRUE;
+    char got[96], exp[96];
+    format_shape(got, sizeof got, t->n_dims, t->shape);
+    format_shape(exp, sizeof exp, n_dims, want);
+    g_set_error(error, MOEDESK_IMPORT_ERROR, MOEDESK_IMPORT_ERROR_INPUT,
+                "%s: tensor '%s' has shape %s, config.json implies %s", file, t->name, got, exp);
+    return FALSE;
+}
+
+/* Fills expert sources of `pt` from a fused tensor: expert e is rows
+ * e * stride + offset .. + n_rows. */
+static gboolean fill_fused(hf_plan_tensor *pt, const moe_safetensors_tensor *t,
+                           const char *file, gint64 stride, gint64 offset, gint64 n_rows,
+                           GError **error)
+{
+    for (int e = 0; e < pt->n_src; e++) {
+        hf_source *src = &pt->src[e];
+        if (src->t) {
+            g_set_error(error, MOEDESK_IMPORT_ERROR, MOEDESK_IMPORT_ERROR_INPUT,
+                        "%s: tensor '%s' gives expert %d of %s, which %s gives too", file,
+                        t->name, e, pt->name, src->t->name);
+            return FALSE;
+        }
+        *src = (hf_source){ .t = t, .file = file, .row0 = e * stride + offset, .n_rows = n_rows };
+    }
+    return TRUE;
+}
+
+/* A transformers 5 fused expert tensor of a Qwen MoE: TRUE in *handled if
+ * the name is one. */
+static gboolean place_fused(builder *b, const hf_config *c, const moe_safetensors_tensor *t,
+                            const char *file, gboolean *handled, GError **error)
+{
+    *handled = FALSE;
+    int il = -1, n = 0;
+    if (c->arch != HF_ARCH_QWEN2MOE && c->arch != HF_ARCH_QWEN3MOE)
+        return TRUE;
+    if (sscanf(t->name, "model.layers.%d.mlp.experts.%n", &il, &n) != 1 || n == 0 || il < 0 ||
+        il >= c->n_layer)
+        return TRUE;
+    const char *rest = t->name + n;
+    const gboolean gate_up = strcmp(rest, "gate_up_proj") == 0 ||
+                             strcmp(rest, "gate_up_proj.weight") == 0;
+    const gboolean down = strcmp(rest, "down_proj") == 0 || strcmp(rest, "down_proj.weight") == 0;
+    if (!gate_up && !down)
+        return TRUE;
+    *handled = TRUE;
+    if (!check_dtype(t, file, error))
+        return FALSE;
+    const gint64 X = c->n_expert, E = c->n_embd, F = c->n_ff_exp;
+    char name[64];
+    if (gate_up) {
+        const gint64 want[3] = { X, 2 * F, E };
+        if (!check_shape(t, file, 3, want, error))
+            return FALSE;
+        g_snprintf(name, sizeof name, "blk.%d.ffn_gate_exps.weight", il);
+        hf_plan_tensor *gate = find_planned(b, name);
+        g_snprintf(name, sizeof name, "blk.%d.ffn_up_exps.weight", il);
+        hf_plan_tensor *up = find_planned(b, name);
+        if (!gate || !up) /* cannot happen: add_layer planned both */
+            goto unplanned;
+        return fill_fused(gate, t, file, 2 * F, 0, F, error) &&
+               fill_fused(up, t, file, 2 * F, F, F, error);
+    }
+    const gint64 want[3] = { X, E, F };
+    if (!check_shape(t, file, 3, want, error))
+        return FALSE;
+    g_snprintf(name, sizeof name, "blk.%d.ffn_down_exps.weight", il);
+    hf_plan_tensor *dn = find_planned(b, name);
+    if (dn)
+        return fill_fused(dn, t, file, E, 0, E, error);
+unplanned:
+    g_set_error(error, MOEDESK_IMPORT_ERROR, MOEDESK_IMPORT_ERROR_INPUT,
+                "%s: tensor '%s' has no planned expert tensor", file, t->name);
+    return FALSE;
+}
+
 /* Places one checkpoint tensor into its slot after checking it. */
 static gboolean place(builder *b, const hf_config *c, const moe_safetensors_tensor *t,
                       const char *file, GError **error)
 {
     gpointer v = g_hash_table_lookup(b->by_hf, t->name);
     if (!v) {
-        if (g_str_has_suffix(t->name, "rotary_emb.inv_freq"))
+        gboolean fused = FALSE;
+        if (!place_fused(b, c, t, file, &fused, error))
+            return FALSE;
+        if (fused || g_str_has_suffix(t->name, "rotary_emb.inv_freq"))
             return TRUE;
         g_set_error(error, MOEDESK_IMPORT_ERROR, MOEDESK_IMPORT_ERROR_UNSUPPORTED,
                     "%s: tensor '%s' has no GGUF counterpart in a %s model", file, t->name,
@@ -319,29 +431,18 @@ static gboolean place(builder *b, const hf_config *c, const moe_safetensors_tens
     hf_source *src = &pt->src[packed & 0xffff];
     if (src->t) {
         g_set_error(error, MOEDESK_IMPORT_ERROR, MOEDESK_IMPORT_ERROR_INPUT,
-                    "tensor '%s' is in both %s and %s", t->name, src->file, file);
+                    strcmp(src->t->name, t->name) == 0 ? "tensor '%s' is in both %s and %s"
+                                                       : "tensor '%s' (%s) duplicates %s",
+                    t->name, src->file, file);
         return FALSE;
     }
-    if (t->dtype != MOE_ST_F32 && t->dtype != MOE_ST_F16 && t->dtype != MOE_ST_BF16) {
-        g_set_error(error, MOEDESK_IMPORT_ERROR, MOEDESK_IMPORT_ERROR_UNSUPPORTED,
-                    "%s: tensor '%s' is %s; only F32, F16 and BF16 can be imported", file,
-                    t->name, t->dtype_name ? t->dtype_name : "of an unknown dtype");
+    if (!check_dtype(t, file, error) ||
+        !check_shape(t, file, pt->hf_n_dims, pt->hf_shape, error))
         return FALSE;
-    }
-    gboolean same = t->n_dims == pt->hf_n_dims;
-    for (guint32 d = 0; same && d < t->n_dims; d++)
-        same = t->shape[d] == pt->hf_shape[d];
-    if (!same) {
-        char got[96], want[96];
-        format_shape(got, sizeof got, t->n_dims, t->shape);
-        format_shape(want, sizeof want, pt->hf_n_dims, pt->hf_shape);
-        g_set_error(error, MOEDESK_IMPORT_ERROR, MOEDESK_IMPORT_ERROR_INPUT,
-                    "%s: tensor '%s' has shape %s, config.json implies %s", file, t->name,
-                    got, want);
-        return FALSE;
-    }
     src->t = t;
     src->file = file;
+    src->row0 = 0;
+    src->n_rows = t->n_dims == 1 ? 1 : t->shape[0];
     return TRUE;
 }
 

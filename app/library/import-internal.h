@@ -88,14 +88,19 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(hf_checkpoint, hf_checkpoint_free)
 /* Sum of the shards' sizes in bytes. */
 guint64        hf_checkpoint_bytes(const hf_checkpoint *ckpt);
 
-/* One source tensor of a GGUF tensor. */
+/* One source of a GGUF tensor: rows row0 .. row0 + n_rows - 1 of a
+ * checkpoint tensor seen as a [rows, ne0] matrix (all of it, except for
+ * the fused expert tensors of transformers 5, of which each expert, and
+ * for gate_up_proj each half, is a source). A 1-D tensor is one row. */
 typedef struct hf_source {
     const moe_safetensors_tensor *t; /* borrowed from the checkpoint      */
     const char                   *file; /* its shard's file name          */
+    gint64                        row0, n_rows;
 } hf_source;
 
 /* One GGUF tensor to write. A stacked expert tensor has n_expert sources
  * (one [rows, ne0] matrix each, in expert order); others have one.
+ * `hf_shape` is the shape each per-expert (or the single) source has.
  * Q/K of arch llama are written with their rows permuted within each of
  * `perm_heads` heads (llama.cpp's converter does this so the GGUF holds
  * RoPE pairs as adjacent rows): GGUF row h*d + 2i + j = HF row

@@ -127,7 +127,7 @@ static void release_pages(const void *p, size_t n)
 
 typedef struct job {
     const hf_plan_tensor         *t;
-    const moe_safetensors_tensor *src;
+    const hf_source              *src;
     gint64                        row0, n_rows; /* output rows of this slice */
     float                        *f32;          /* n_rows * ne0 floats       */
     guint8                       *out;          /* its encoding              */
@@ -152,14 +152,14 @@ static void widen_row(moe_st_dtype dt, const guint8 *src, float *dst, gint64 n)
 static void run_job(job *j)
 {
     const gint64 ne0 = j->t->ne[0];
-    const gint64 rows = j->src->n_dims == 1 ? 1 : j->src->shape[0];
-    const size_t src_row = (size_t)ne0 * moe_st_dtype_size(j->src->dtype);
-    const guint8 *base = j->src->data;
+    const moe_st_dtype dt = j->src->t->dtype;
+    const size_t src_row = (size_t)ne0 * moe_st_dtype_size(dt);
+    const guint8 *base = (const guint8 *)j->src->t->data + (size_t)j->src->row0 * src_row;
     for (gint64 i = 0; i < j->n_rows; i++) {
         gint64 r = j->row0 + i;
         if (j->t->perm_heads)
-            r = hf_plan_permuted_source_row(r, rows, j->t->perm_heads);
-        widen_row(j->src->dtype, base + (size_t)r * src_row, j->f32 + i * ne0, ne0);
+            r = hf_plan_permuted_source_row(r, j->src->n_rows, j->t->perm_heads);
+        widen_row(dt, base + (size_t)r * src_row, j->f32 + i * ne0, ne0);
     }
     j->st = moe_quantize_row(j->t->type, j->f32, j->out, j->n_rows * ne0);
 }
@@ -210,10 +210,10 @@ static gboolean convert_source(converter *cv, gint64 idx, const hf_plan_tensor *
 {
     const moe_safetensors_tensor *src = s->t;
     const gint64 ne0 = t->ne[0];
-    const gint64 rows = src->n_dims == 1 ? 1 : src->shape[0];
+    const gint64 rows = s->n_rows;
     const size_t src_row = (size_t)ne0 * moe_st_dtype_size(src->dtype);
     const size_t out_row = moe_type_row_bytes(t->type, ne0);
-    const guint8 *base = src->data;
+    const guint8 *base = (const guint8 *)src->data + (size_t)s->row0 * src_row;
     const gboolean threads = cv->n_threads > 1 && moe_type_block_elems(t->type) > 1;
     const int n_thr = threads ? cv->n_threads : 1;
     const gint64 per_thread = MAX(1, cv->cap / ne0);
@@ -228,7 +228,7 @@ static gboolean convert_source(converter *cv, gint64 idx, const hf_plan_tensor *
             const int k = (int)MIN((gint64)n_thr, (n + per_thread - 1) / per_thread);
             for (int i = 0; i < k; i++) {
                 const gint64 a = r0 + i * per_thread, b = MIN(r0 + n, a + per_thread);
-                jobs[i] = (job){ .t = t, .src = src, .row0 = a, .n_rows = b - a,
+                jobs[i] = (job){ .t = t, .src = s, .row0 = a, .n_rows = b - a,
                                  .f32 = cv->f32 + (gint64)i * cv->cap,
                                  .out = cv->out + (size_t)i * (size_t)cv->cap * 4 };
                 if (i > 0)
@@ -254,7 +254,7 @@ static gboolean convert_source(converter *cv, gint64 idx, const hf_plan_tensor *
         r0 += n;
     }
     if (t->perm_heads)
-        release_pages(base, src->size_bytes);
+        release_pages(base, (size_t)rows * src_row);
     return TRUE;
 }
 
@@ -263,8 +263,11 @@ static gboolean convert_all(converter *cv, const hf_plan *plan, GError **error)
     gint64 max_row = 1;
     for (gint64 i = 0; i < plan->n_tensors; i++) {
         max_row = MAX(max_row, plan->tensors[i].ne[0]);
-        for (int s = 0; s < plan->tensors[i].n_src; s++)
-            cv->total += plan->tensors[i].src[s].t->size_bytes;
+        for (int s = 0; s < plan->tensors[i].n_src; s++) {
+            const hf_source *src = &plan->tensors[i].src[s];
+            cv->total += (guint64)src->n_rows * (guint64)plan->tensors[i].ne[0] *
+                         moe_st_dtype_size(src->t->dtype);
+        }
     }
     cv->cap = MAX(CHUNK_ELEMS, max_row);
     cv->f32 = g_try_new(float, (gsize)(cv->cap * cv->n_threads));

@@ -18,6 +18,9 @@ byte-level BPE tokenizer.json; the Llama SentencePiece one (Mixtral) as
 tokenizer.model (protobuf) and as tokenizer.json (BPE with byte fallback,
 merges derived from the pieces' scores as transformers' converter does).
 
+--fused-experts writes a Qwen MoE's experts as transformers 5 saves them
+(mlp.experts.gate_up_proj and mlp.experts.down_proj per layer).
+
 Dtypes: --dtype f32 | bf16 | mixed (default: expert and embedding matrices
 BF16, routers F16, the rest F32). Values are rounded to their dtype before
 they go into the direct GGUF, which is F32 throughout, so an F32 import
@@ -61,10 +64,12 @@ def shared_dir():
 
 # ---- weights -------------------------------------------------------------
 
-def hf_plan(cfg, n_vocab):
+def hf_plan(cfg, n_vocab, fused=False):
     """[(hf_name, shape, std, mean, role)] in checkpoint order. role picks
     the dtype under --dtype mixed: 'big' (experts, embeddings), 'router',
-    'other'."""
+    'other'. fused: the Qwen experts as transformers 5 saves them, one
+    gate_up_proj [n_expert, 2 n_ff, n_embd] and one down_proj
+    [n_expert, n_embd, n_ff] per layer."""
     E, D, F = cfg.n_embd, cfg.head_dim, cfg.n_ff_exp
     Hq, Hkv, X = cfg.n_head * D, cfg.n_head_kv * D, cfg.n_expert
     inv = lambda n: 1.0 / np.sqrt(n)
@@ -88,7 +93,10 @@ def hf_plan(cfg, n_vocab):
         moe = p + ("block_sparse_moe." if mixtral else "mlp.")
         plan.append((moe + "gate.weight", (X, E), cfg.router_scale * inv(E), 0.0, "router"))
         names = ("w1", "w3", "w2") if mixtral else ("gate_proj", "up_proj", "down_proj")
-        for e in range(X):
+        if fused:
+            plan += [(moe + "experts.gate_up_proj", (X, 2 * F, E), inv(E), 0.0, "big"),
+                     (moe + "experts.down_proj", (X, E, F), inv(F), 0.0, "big")]
+        for e in range(0 if fused else X):
             plan += [(moe + f"experts.{e}.{names[0]}.weight", (F, E), inv(E), 0.0, "big"),
                      (moe + f"experts.{e}.{names[1]}.weight", (F, E), inv(E), 0.0, "big"),
                      (moe + f"experts.{e}.{names[2]}.weight", (E, F), inv(F), 0.0, "big")]
@@ -132,11 +140,12 @@ class Weights:
     """The checkpoint's tensors as seeded producers (values already rounded
     to their safetensors dtype)."""
 
-    def __init__(self, cfg, n_vocab, policy):
+    def __init__(self, cfg, n_vocab, policy, fused=False):
         self.cfg = cfg
+        self.fused = fused
         self.entries = {}
         self.order = []
-        for name, shape, std, mean, role in hf_plan(cfg, n_vocab):
+        for name, shape, std, mean, role in hf_plan(cfg, n_vocab, fused):
             self.entries[name] = (shape, std, mean, dtype_for(role, policy))
             self.order.append(name)
 
@@ -537,6 +546,14 @@ def gguf_tensors(cfg, weights):
         one(b + "ffn_gate_inp.weight", moe + "gate.weight")
         projs = (("gate", "w1"), ("up", "w3"), ("down", "w2")) if mixtral else \
             (("gate", "gate_proj"), ("up", "up_proj"), ("down", "down_proj"))
+        if weights.fused:   # the converter splits gate_up_proj into halves
+            F, gu = cfg.n_ff_exp, moe + "experts.gate_up_proj"
+            shape = (cfg.n_expert, F, cfg.n_embd)
+            out.append((b + "ffn_gate_exps.weight", shape, lambda gu=gu, F=F: weights.full(gu)[:, :F]))
+            out.append((b + "ffn_up_exps.weight", shape, lambda gu=gu, F=F: weights.full(gu)[:, F:]))
+            out.append((b + "ffn_down_exps.weight", weights.entries[moe + "experts.down_proj"][0],
+                        lambda dn=moe + "experts.down_proj": weights.full(dn)))
+            projs = ()
         for g, h in projs:
             names = [moe + f"experts.{e}.{h}.weight" for e in range(cfg.n_expert)]
             shape = (cfg.n_expert,) + tuple(weights.entries[names[0]][0])
@@ -568,7 +585,7 @@ def write_direct_gguf(path, cfg, weights, config, tok_kv, name):
 # ---- the folder ------------------------------------------------------------------
 
 def generate(out_dir, cfg, shards=2, policy="mixed", gguf=None, name=None,
-             tokenizer_model=True, tokenizer_json=True):
+             tokenizer_model=True, tokenizer_json=True, fused=False):
     """Writes the checkpoint folder (and the direct GGUF when `gguf`).
     Returns a dict of facts for the test."""
     os.makedirs(out_dir, exist_ok=True)
@@ -599,7 +616,7 @@ def generate(out_dir, cfg, shards=2, policy="mixed", gguf=None, name=None,
         json.dump(tc, f, ensure_ascii=False, indent=2)
     with open(os.path.join(out_dir, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
-    weights = Weights(cfg, n_vocab, policy)
+    weights = Weights(cfg, n_vocab, policy, fused and cfg.arch in ("qwen2moe", "qwen3moe"))
     total = write_shards(out_dir, weights, shards)
     info = dict(dir=out_dir, bytes=total, n_vocab=n_vocab, config=config)
     if gguf:
@@ -621,6 +638,8 @@ def main(argv):
     ap.add_argument("--dtype", choices=("f32", "bf16", "mixed"), default="mixed")
     ap.add_argument("--no-tokenizer-model", action="store_true",
                     help="llama: only tokenizer.json (BPE with byte fallback)")
+    ap.add_argument("--fused-experts", action="store_true",
+                    help="qwen: experts fused per layer, as transformers 5 saves them")
     for opt in ("n-embd", "n-layer", "n-head", "n-head-kv", "head-dim", "n-expert",
                 "n-expert-used", "n-ff-exp", "n-ff-shexp", "ctx", "seed"):
         ap.add_argument("--" + opt, type=int)
@@ -632,7 +651,7 @@ def main(argv):
     try:
         cfg = gen_model.ModelConfig(args.arch, **kw)
         info = generate(args.output, cfg, args.shards, args.dtype, args.gguf, args.name,
-                        tokenizer_model=not args.no_tokenizer_model)
+                        tokenizer_model=not args.no_tokenizer_model, fused=args.fused_experts)
     except (ValueError, OSError) as e:
         print(f"gen_hf_checkpoint: {e}", file=sys.stderr)
         return 1

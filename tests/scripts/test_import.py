@@ -4,7 +4,7 @@
 
 For each architecture, gen_hf_checkpoint.py writes a random Hugging Face
 checkpoint (sharded safetensors in F32/BF16/F16 with an index, or a single
-file; tokenizer.json in both merges forms, tokenizer.model for Mixtral,
+file; per-expert or transformers 5's fused expert tensors; tokenizer.json in both merges forms, tokenizer.model for Mixtral,
 tokenizer_config.json, chat template inline or as chat_template.jinja) and,
 from the same weights, the GGUF llama.cpp's converter would write. Then:
 
@@ -53,13 +53,14 @@ NAME = "imported"
 TOKENS = [9707, 11, 1879, 0, 576, 374, 264, 1273, 13, 151644, 872, 198]
 TOKENS_SPM = [1, 15043, 29892, 3186, 29991, 910, 338, 263, 1243, 29889, 13, 2]
 
-# (label, arch, shards, dtype policy, tokenizer.model)
+# (label, arch, shards, dtype policy, tokenizer.model, fused experts)
 CASES = [
-    ("qwen3moe", "qwen3moe", 2, "mixed", True),
-    ("qwen2moe", "qwen2moe", 3, "bf16", True),
-    ("mixtral", "llama", 1, "f32", True),
-    ("mixtral-json", "llama", 2, "mixed", False),
-    ("olmoe", "olmoe", 2, "mixed", True),
+    ("qwen3moe", "qwen3moe", 2, "mixed", True, False),
+    ("qwen2moe", "qwen2moe", 3, "bf16", True, False),
+    ("mixtral", "llama", 1, "f32", True, False),
+    ("mixtral-json", "llama", 2, "mixed", False, False),
+    ("olmoe", "olmoe", 2, "mixed", True, False),
+    ("qwen3moe-fused", "qwen3moe", 2, "mixed", True, True),
 ]
 
 failures = []
@@ -107,11 +108,11 @@ def ref_logits(path, tokens, out):
     return np.fromfile(out, dtype="<f4")
 
 
-def make_case(work, label, arch, shards, policy, spm):
+def make_case(work, label, arch, shards, policy, spm, fused):
     d = os.path.join(work, label)
     cfg = gen_model.ModelConfig(arch, sharp=8.0)
     gen.generate(d, cfg, shards=shards, policy=policy, gguf=d + "-direct.gguf", name=NAME,
-                 tokenizer_model=spm)
+                 tokenizer_model=spm, fused=fused)
     return d
 
 
@@ -279,8 +280,8 @@ def main(argv):
     os.makedirs(work, exist_ok=True)
     try:
         dirs = {}
-        for label, arch, shards, policy, spm in CASES:
-            dirs[label] = make_case(work, label, arch, shards, policy, spm)
+        for label, arch, shards, policy, spm, fused in CASES:
+            dirs[label] = make_case(work, label, arch, shards, policy, spm, fused)
             if args.only_node:
                 r = run_cli(args.cli, dirs[label], "--type", "f32", "--name", NAME,
                             "-o", dirs[label] + "-f32.gguf")
