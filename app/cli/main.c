@@ -9,10 +9,16 @@
 #include <string.h>
 
 static const cli_command commands[] = {
-    {"version", "print the version", cli_cmd_version},
+    {"demo-model", "write the random-weight demo model", cli_cmd_demo_model},
     {"hw", "describe this machine: CPU, RAM, GPUs", cli_cmd_hw},
-    {"plan", "plan memory for a model on this machine", cli_cmd_plan},
     {"import", "convert a Hugging Face checkpoint folder into GGUF", cli_cmd_import},
+    {"inspect", "describe a GGUF model file", cli_cmd_inspect},
+    {"plan", "plan memory for a model on this machine", cli_cmd_plan},
+    {"quantize", "rewrite a model at another tensor type", cli_cmd_quantize},
+    {"report", "weekly adoption and cost report from the usage database", cli_cmd_report},
+    {"tokenize", "tokenize stdin with a model's vocabulary", cli_cmd_tokenize},
+    {"usage", "import request logs, export them to PostgreSQL", cli_cmd_usage},
+    {"version", "print the version", cli_cmd_version},
 };
 
 static void print_usage(FILE *out)

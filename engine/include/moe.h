@@ -64,8 +64,9 @@ const char *moe_version(void);
 /* ------------------------------------------------------------------------ */
 
 /* Numbered exactly as ggml's `enum ggml_type`, because these numbers are
- * stored in GGUF files. Only the ones named here are known to libmoe; any
- * other number read from a file is reported as MOE_ERR_UNSUPPORTED. */
+ * stored in GGUF files. The ones named here are those libmoe computes with;
+ * the other numbers ggml defines are sized only (moe_type_is_known), and a
+ * number ggml does not define is reported as MOE_ERR_UNSUPPORTED. */
 typedef enum moe_type {
     MOE_TYPE_F32  = 0,
     MOE_TYPE_F16  = 1,
@@ -77,9 +78,14 @@ typedef enum moe_type {
     MOE_TYPE_COUNT = 40, /* one past the largest ggml number we reserve */
 } moe_type;
 
-/* True for the types above (those libmoe can size and dequantise). */
+/* True for every ggml type libmoe can size: the seven above, which it
+ * computes with, and the others ggml defines (q4_1, q5_0, q5_k, q2_k, q3_k,
+ * iq*, i8..f64, tq*, mxfp4), which a file may hold and which are named and
+ * sized so the file opens, but not computed (see moe_type_can_dequantize). */
 bool moe_type_is_known(int type);
-/* "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"; NULL if unknown. */
+/* True for the types moe_dequantize_row handles (the seven named above). */
+bool moe_type_can_dequantize(moe_type type);
+/* "f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k", "q5_k"...; NULL if unknown. */
 const char *moe_type_name(moe_type type);
 /* Parses a name case-insensitively ("Q4_K", "q4_k_m" is NOT accepted).
  * Returns false if unknown. */
@@ -286,6 +292,127 @@ moe_status moe_gguf_writer_write_tensor_part(moe_gguf_writer *w, int64_t idx,
 moe_status moe_gguf_writer_finish(moe_gguf_writer *w, moe_err *err);
 
 /* ------------------------------------------------------------------------ */
+/* Safetensors                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Reads Hugging Face `.safetensors` files: an 8-byte little-endian header
+ * length N, N bytes of JSON, then the tensor data. The JSON is an object
+ * whose keys are tensor names, each mapping to
+ *   {"dtype": "F32", "shape": [d0, d1, ...], "data_offsets": [begin, end]}
+ * (offsets relative to the data section, shape outermost first), plus an
+ * optional "__metadata__" object of string values.
+ *
+ * Checks, each reported with the file and the byte offset or tensor at
+ * fault: the header length fits the file (and is at most 100 MiB, the
+ * format's own limit); the JSON is well formed (strict: no trailing commas,
+ * no comments, valid escapes and UTF-8, integers without sign, fraction
+ * or exponent; trailing spaces after the object are allowed, as writers
+ * pad with them); every tensor has exactly dtype, shape and data_offsets;
+ * the dtype is known; end - begin equals the element count times the dtype
+ * size (overflow checked); the tensors tile the data section exactly, in
+ * some order, with no gap or overlap, as the reference implementation
+ * requires; tensor names are unique, non-empty and contain no NUL. */
+
+typedef enum moe_st_dtype {
+    MOE_ST_BOOL = 0,
+    MOE_ST_U8,
+    MOE_ST_I8,
+    MOE_ST_F8_E5M2,
+    MOE_ST_F8_E4M3,
+    MOE_ST_F8_E8M0,
+    MOE_ST_I16,
+    MOE_ST_U16,
+    MOE_ST_F16,
+    MOE_ST_BF16,
+    MOE_ST_I32,
+    MOE_ST_U32,
+    MOE_ST_F32,
+    MOE_ST_F64,
+    MOE_ST_I64,
+    MOE_ST_U64,
+    MOE_ST_DTYPE_COUNT,
+} moe_st_dtype;
+
+/* "F32", "BF16", ... as written in files; NULL if out of range. */
+const char *moe_st_dtype_name(moe_st_dtype dtype);
+/* Bytes per element (1, 2, 4 or 8); 0 if out of range. */
+size_t      moe_st_dtype_size(moe_st_dtype dtype);
+/* Parses a file's dtype string (case-sensitive, as the format is). */
+bool        moe_st_dtype_from_name(const char *name, moe_st_dtype *out);
+
+#define MOE_SAFETENSORS_MAX_DIMS 8
+
+/* One tensor as described by the header. `data` points into the mapping
+ * (for a zero-size tensor it may point one past the last byte). */
+typedef struct moe_safetensors_tensor {
+    const char  *name;        /* NUL-terminated, decoded from JSON         */
+    moe_st_dtype dtype;
+    const char  *dtype_name;  /* moe_st_dtype_name(dtype)                  */
+    uint32_t     n_dims;      /* 0 (a scalar) .. MOE_SAFETENSORS_MAX_DIMS  */
+    int64_t      shape[MOE_SAFETENSORS_MAX_DIMS]; /* outermost first, as in
+                                 the file (the reverse of GGUF's ne[]);
+                                 unused entries are 1                       */
+    uint64_t     offset;      /* data_offsets[0], from the data section    */
+    uint64_t     size_bytes;  /* data_offsets[1] - data_offsets[0]         */
+    const void  *data;
+} moe_safetensors_tensor;
+
+typedef struct moe_safetensors moe_safetensors;
+
+/* Maps `path` read-only and validates its header (the tensor data is not
+ * read, so opening a 10 GB shard costs only its header). */
+moe_status moe_safetensors_open(const char *path, moe_safetensors **out, moe_err *err);
+/* The same over `size` bytes in memory, borrowed until free; `name` is
+ * used in messages. For tests and the fuzzer. */
+moe_status moe_safetensors_open_memory(const void *data, size_t size, const char *name,
+                                       moe_safetensors **out, moe_err *err);
+void       moe_safetensors_free(moe_safetensors *st);
+
+/* Tensors in the order the header lists them. */
+int64_t moe_safetensors_n_tensors(const moe_safetensors *st);
+const moe_safetensors_tensor *moe_safetensors_tensor_at(const moe_safetensors *st, int64_t i);
+/* NULL if absent. */
+const moe_safetensors_tensor *moe_safetensors_find(const moe_safetensors *st, const char *name);
+
+/* The "__metadata__" map (string to string), in file order. */
+int64_t     moe_safetensors_n_metadata(const moe_safetensors *st);
+/* Entry i: *key and *value borrow from the handle. False if out of range. */
+bool        moe_safetensors_metadata_at(const moe_safetensors *st, int64_t i,
+                                        const char **key, const char **value);
+/* Value for `key`, or NULL. */
+const char *moe_safetensors_metadata(const moe_safetensors *st, const char *key);
+
+/* Size of the whole file and offset of the data section (8 + N). */
+uint64_t moe_safetensors_file_bytes(const moe_safetensors *st);
+uint64_t moe_safetensors_data_offset(const moe_safetensors *st);
+
+/* ------------------------------------------------------------------------ */
+/* Hashing                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* SHA-256 for checking downloaded and installed model files. Uses the CPU's
+ * SHA extensions when it has them (x86-64 SHA-NI: about 1.5-2 GB/s per
+ * core), portable C otherwise; the digests are identical. A context is used
+ * by one thread at a time; contexts are independent. */
+typedef struct moe_sha256 {
+    uint32_t state[8];
+    uint64_t n_bytes;
+    uint8_t  buf[64];
+    size_t   buf_len;
+    int      hw;       /* 1 if this context uses the SHA extensions */
+} moe_sha256;
+
+void moe_sha256_init(moe_sha256 *ctx);
+void moe_sha256_update(moe_sha256 *ctx, const void *data, size_t len);
+/* Writes the digest; the context must be re-initialised before reuse. */
+void moe_sha256_final(moe_sha256 *ctx, uint8_t out[32]);
+/* 64 lowercase hex digits and a NUL. */
+void moe_sha256_hex(const uint8_t digest[32], char out[65]);
+/* Allows or forbids the SHA extensions for contexts initialised later (for
+ * tests and benchmarks); returns whether the CPU has them. */
+bool moe_sha256_use_hw(bool allow);
+
+/* ------------------------------------------------------------------------ */
 /* Model quantisation                                                       */
 /* ------------------------------------------------------------------------ */
 
@@ -393,6 +520,9 @@ int32_t        moe_vocab_n_tokens(const moe_vocab *vocab);
 int32_t        moe_vocab_special(const moe_vocab *vocab, moe_special which);
 bool           moe_vocab_add_bos(const moe_vocab *vocab);
 bool           moe_vocab_add_eos(const moe_vocab *vocab);
+/* The token's type as stored, with llama.cpp's corrections applied (texts
+ * that end generation, such as "<|im_end|>", and FIM/EOT texts become
+ * CONTROL); MOE_TOKEN_UNDEFINED for an id out of range. */
 moe_token_type moe_vocab_token_type(const moe_vocab *vocab, int32_t id);
 /* The token's stored text (byte-level BPE: the GPT-2 byte-mapped form). */
 moe_str        moe_vocab_token_text(const moe_vocab *vocab, int32_t id);
@@ -405,10 +535,13 @@ bool           moe_vocab_is_eog(const moe_vocab *vocab, int32_t id);
 #define MOE_TOKENIZE_PARSE_SPECIAL 2u /* text like "<|im_start|>" becomes the
                                          control token instead of plain text */
 
-/* Tokenizes `len` bytes of UTF-8 `text` (invalid UTF-8 is tokenized as
- * bytes, never rejected). Writes up to `cap` ids to `tokens` and the count to
- * `*n_tokens`; if `cap` is too small returns MOE_ERR_RANGE with `*n_tokens`
- * set to the number needed. */
+/* Tokenizes `len` bytes of UTF-8 `text` exactly as llama.cpp does (same ids
+ * for the same text and flags). Invalid UTF-8 is never rejected: byte-level
+ * BPE reads each ill-formed byte as U+FFFD (as llama.cpp does), SentencePiece
+ * falls back to byte tokens. Writes up to `cap` ids to `tokens` and the count
+ * to `*n_tokens`; if `cap` is too small returns MOE_ERR_RANGE with
+ * `*n_tokens` set to the number needed (`tokens` may be NULL when `cap` is
+ * 0, to count). Any number of threads may tokenize with one vocabulary. */
 moe_status moe_tokenize(const moe_vocab *vocab, const char *text, size_t len,
                         unsigned flags, int32_t *tokens, size_t cap,
                         size_t *n_tokens, moe_err *err);
@@ -429,7 +562,10 @@ moe_detok *moe_detok_new(const moe_vocab *vocab, bool render_special);
 void       moe_detok_free(moe_detok *d);
 /* Appends the text `id` completes to `out` (capacity `cap`, at most
  * cap-1 bytes plus NUL). Returns bytes written, or -1 for an invalid id or a
- * too-small buffer (64 bytes plus the longest token always suffice). */
+ * too-small buffer (then nothing is consumed). Ill-formed bytes come out as
+ * U+FFFD, 3 bytes each, so 16 bytes plus 3 x the token's piece length
+ * (moe_token_to_piece) always suffice; 64 plus the piece length suffice
+ * whenever the piece holds no ill-formed bytes. */
 int64_t    moe_detok_push(moe_detok *d, int32_t id, char *out, size_t cap);
 /* Emits what is held (incomplete sequences as U+FFFD) and resets. */
 int64_t    moe_detok_flush(moe_detok *d, char *out, size_t cap);
@@ -958,6 +1094,97 @@ typedef enum moe_verdict {
 const char *moe_verdict_str(moe_verdict verdict);
 /* WONT_FIT also for a variant or context the plan does not have. */
 moe_verdict moe_plan_verdict(const moe_plan *plan, size_t variant, int64_t n_ctx);
+/* Chat templates                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* A model's prompt format is a Jinja2 template (the GGUF key
+ * tokenizer.chat_template). libmoe interprets the subset of Jinja2 that
+ * chat templates use, with Python Jinja2's semantics as Hugging Face
+ * transformers configures it (trim_blocks and lstrip_blocks on, break and
+ * continue allowed, a tojson that keeps non-ASCII text), so the prompt is
+ * byte for byte what transformers would build.
+ *
+ * Errors: a template that uses something the interpreter does not have is
+ * MOE_ERR_UNSUPPORTED and the message names the construct and its
+ * "line L:C"; a syntax error is MOE_ERR_FORMAT with its line:column; a
+ * template that calls raise_exception("...") fails with
+ * MOE_ERR_INVALID_ARG and a message containing that text; a runtime type
+ * error (e.g. concatenating None to a string) is MOE_ERR_INVALID_ARG.
+ * Rendering is bounded: more than 16 MiB of output, 256 MiB of working
+ * memory, 20 million evaluation steps or 300 levels of nesting/recursion
+ * is MOE_ERR_RANGE, so a hostile template cannot hang or crash the
+ * process (the deepest render needs under 256 KiB of stack). A parsed
+ * template is immutable: several threads may render it at once. */
+
+/* One chat message. Strings are UTF-8 and NUL-terminated. */
+typedef struct moe_chat_msg {
+    const char *role;              /* "system", "user", "assistant", "tool"...   */
+    const char *content;           /* NULL: content is None (JSON null)          */
+    const char *reasoning_content; /* NULL: no such key                          */
+    const char *tool_calls_json;   /* JSON array of OpenAI-style tool calls
+                                      ({"id","type","function":{"name",
+                                      "arguments"}}), or NULL: no such key      */
+    const char *tool_call_id;      /* tool results: the call answered, or NULL   */
+    const char *name;              /* NULL: no such key                          */
+} moe_chat_msg;
+
+typedef struct moe_chat_template moe_chat_template;
+
+/* Parses `len` bytes of template source. Unsupported tags, filters and
+ * tests are reported here, not at render time. */
+moe_status moe_chat_template_parse(const char *source, size_t len,
+                                   moe_chat_template **out, moe_err *err);
+void       moe_chat_template_free(moe_chat_template *t);
+
+typedef struct moe_chat_params {
+    const moe_chat_msg *messages;       /* ignored by ..._render_json       */
+    size_t              n_messages;
+    bool                add_generation_prompt;
+    /* JSON array of tool definitions ({"type":"function","function":
+     * {...}}), or NULL, in which case `tools` is None as in transformers. */
+    const char         *tools_json;
+    const char         *bos_token;      /* NULL: left undefined             */
+    const char         *eos_token;
+    /* A JSON object whose members become template variables, e.g.
+     * {"enable_thinking": false, "reasoning_effort": "high"}. Applied last,
+     * so it may also override any variable above. NULL: none. */
+    const char         *extra_context_json;
+    /* Most templates read tool_calls[].function.arguments as an object,
+     * while OpenAI clients send a JSON string: when true, such strings
+     * holding a JSON object are parsed into objects first. */
+    bool                tool_args_as_objects;
+    /* strftime_now()'s clock in seconds since 1970 (local time zone);
+     * 0: now. */
+    int64_t             now_unix;
+} moe_chat_params;
+
+/* Renders `p->messages` with the template. On success `*out` is a
+ * malloc'd, NUL-terminated prompt the caller frees with free(), and
+ * `*out_len` (if not NULL) its length in bytes. The template sees
+ * `messages` (a list of dicts with the non-NULL fields of moe_chat_msg),
+ * `add_generation_prompt`, `tools`, `documents` (None), `bos_token`,
+ * `eos_token` and the extra context; plus the globals range, namespace,
+ * dict, raise_exception and strftime_now. */
+moe_status moe_chat_template_render(const moe_chat_template *t, const moe_chat_params *p,
+                                    char **out, size_t *out_len, moe_err *err);
+
+/* The same, with the messages given as a JSON array of message objects
+ * (as in an OpenAI chat request: content may also be a list of parts,
+ * tool_calls an array, any other keys are passed through). */
+moe_status moe_chat_template_render_json(const moe_chat_template *t, const char *messages_json,
+                                         const moe_chat_params *p, char **out, size_t *out_len,
+                                         moe_err *err);
+
+/* ------------------------------------------------------------------------ */
+/* Demo model                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* Writes MoeDesk's demo model to `path`: a tiny qwen3moe GGUF (about 7 MB,
+ * Q8_0) whose weights are RANDOM, with a byte-level tokenizer and a ChatML
+ * template. Its general.name says "random weights"; what it generates is
+ * noise. It exists so every part of MoeDesk can be tried offline. The same
+ * seed gives the same bytes on every platform. */
+moe_status moe_demo_model_write(const char *path, uint64_t seed, moe_err *err);
 
 #ifdef __cplusplus
 }

@@ -123,7 +123,7 @@ static void q4_0_dequantize(const uint8_t *x, float *y, int64_t n_blocks)
 static moe_status check_row(moe_type type, const void *a, const void *b,
                             int64_t n_elems, int64_t *n_blocks)
 {
-    if (!moe_type_is_known((int)type))
+    if (!moe_type_can_dequantize(type))
         return MOE_ERR_UNSUPPORTED;
     const int64_t blk = moe_type_block_elems(type);
     if (n_elems < 0 || n_elems % blk != 0)

@@ -20,6 +20,7 @@ typedef struct type_traits {
     int64_t     block_elems;
     size_t      block_bytes;
     bool        can_quantize;
+    bool        can_compute; /* dequantise and run; false: sized only */
 } type_traits;
 
 /* Byte sizes spelled out from the block layouts (see quant.c):
@@ -30,13 +31,43 @@ typedef struct type_traits {
  *   Q6_K: 128 bytes low nibbles, 64 bytes high 2-bit
  *         pairs, 16 int8 scales, f16 d               = 128+64+16+2    = 210 */
 static const type_traits k_traits[MOE_TYPE_COUNT] = {
-    [MOE_TYPE_F32]  = { "f32",  1,   4,   true },
-    [MOE_TYPE_F16]  = { "f16",  1,   2,   true },
-    [MOE_TYPE_Q4_0] = { "q4_0", 32,  18,  true },
-    [MOE_TYPE_Q8_0] = { "q8_0", 32,  34,  true },
-    [MOE_TYPE_Q4_K] = { "q4_k", 256, 144, true },
-    [MOE_TYPE_Q6_K] = { "q6_k", 256, 210, true },
-    [MOE_TYPE_BF16] = { "bf16", 1,   2,   true },
+    [MOE_TYPE_F32]  = { "f32",  1,   4,   true, true },
+    [MOE_TYPE_F16]  = { "f16",  1,   2,   true, true },
+    [MOE_TYPE_Q4_0] = { "q4_0", 32,  18,  true, true },
+    [MOE_TYPE_Q8_0] = { "q8_0", 32,  34,  true, true },
+    [MOE_TYPE_Q4_K] = { "q4_k", 256, 144, true, true },
+    [MOE_TYPE_Q6_K] = { "q6_k", 256, 210, true, true },
+    [MOE_TYPE_BF16] = { "bf16", 1,   2,   true, true },
+    /* Sized only: real downloads mix these in (a Q4_K_M file holds Q5_0 or
+     * Q5_K tensors where rows do not fit, an IQ file holds IQ blocks), so
+     * the reader must size them to open the file, list it and plan it,
+     * while loading it for inference says which tensor has which type. The
+     * byte counts are ggml's block structs (GGUF's published sizes). */
+    [3]  = { "q4_1",    32,  20,  false, false },
+    [6]  = { "q5_0",    32,  22,  false, false },
+    [7]  = { "q5_1",    32,  24,  false, false },
+    [9]  = { "q8_1",    32,  36,  false, false },
+    [10] = { "q2_k",    256, 84,  false, false },
+    [11] = { "q3_k",    256, 110, false, false },
+    [13] = { "q5_k",    256, 176, false, false },
+    [15] = { "q8_k",    256, 292, false, false },
+    [16] = { "iq2_xxs", 256, 66,  false, false },
+    [17] = { "iq2_xs",  256, 74,  false, false },
+    [18] = { "iq3_xxs", 256, 98,  false, false },
+    [19] = { "iq1_s",   256, 50,  false, false },
+    [20] = { "iq4_nl",  32,  18,  false, false },
+    [21] = { "iq3_s",   256, 110, false, false },
+    [22] = { "iq2_s",   256, 82,  false, false },
+    [23] = { "iq4_xs",  256, 136, false, false },
+    [24] = { "i8",      1,   1,   false, false },
+    [25] = { "i16",     1,   2,   false, false },
+    [26] = { "i32",     1,   4,   false, false },
+    [27] = { "i64",     1,   8,   false, false },
+    [28] = { "f64",     1,   8,   false, false },
+    [29] = { "iq1_m",   256, 56,  false, false },
+    [34] = { "tq1_0",   256, 54,  false, false },
+    [35] = { "tq2_0",   256, 66,  false, false },
+    [39] = { "mxfp4",   32,  17,  false, false },
 };
 
 static const type_traits *traits_of(int type)
@@ -106,6 +137,12 @@ size_t moe_type_row_bytes(moe_type type, int64_t n_elems)
         bytes > SIZE_MAX)
         return 0; /* does not fit in size_t: report like any unusable size */
     return (size_t)bytes;
+}
+
+bool moe_type_can_dequantize(moe_type type)
+{
+    const type_traits *t = traits_of((int)type);
+    return t != NULL && t->can_compute;
 }
 
 bool moe_type_can_quantize(moe_type type)

@@ -130,8 +130,9 @@ def bad_cases():
         gguf([ARCH], [tinfo('w', [1 << 31, 1 << 31])], DATA32))
     add('unknown-tensor-type.gguf', 'UNSUPPORTED', 'unknown tensor type 1000',
         gguf([ARCH], [tinfo('w', [8], ttype=1000)], DATA32))
-    add('unsupported-ggml-type.gguf', 'UNSUPPORTED', 'unknown tensor type 6',
-        gguf([ARCH], [tinfo('w', [32], ttype=6)], b'\0' * 32))
+    # 4 was ggml's Q4_2, removed long ago: not a type any file may hold.
+    add('unsupported-ggml-type.gguf', 'UNSUPPORTED', 'unknown tensor type 4',
+        gguf([ARCH], [tinfo('w', [32], ttype=4)], b'\0' * 32))
     add('row-not-block-multiple.gguf', 'FORMAT', 'not a multiple of the q8_0 block size 32',
         gguf([ARCH], [tinfo('w', [33], ttype=T_Q8_0)], b'\0' * 64))
     add('empty-tensor-name.gguf', 'FORMAT', 'empty tensor name',

@@ -141,16 +141,62 @@ static void test_traits(void)
     CHECK(!moe_type_from_name("f322", &t));
     CHECK(!moe_type_from_name(NULL, &t));
     CHECK(moe_type_from_name("q8_0", NULL));
-    CHECK(!moe_type_is_known(3) && !moe_type_is_known(-1) && !moe_type_is_known(40));
-    CHECK(!moe_type_is_known(MOE_TYPE_COUNT));
-    CHECK(moe_type_name((moe_type)7) == NULL);
-    CHECK_EQ_INT(moe_type_block_bytes((moe_type)7), 0);
-    CHECK_EQ_INT(moe_type_row_bytes((moe_type)7, 32), 0);
+    /* 4 and 5 were ggml's removed Q4_2/Q4_3: no such type. */
+    CHECK(!moe_type_is_known(4) && !moe_type_is_known(-1) && !moe_type_is_known(40));
+    CHECK(!moe_type_is_known(MOE_TYPE_COUNT) && !moe_type_is_known(31));
+    CHECK(moe_type_name((moe_type)5) == NULL);
+    CHECK_EQ_INT(moe_type_block_bytes((moe_type)5), 0);
+    CHECK_EQ_INT(moe_type_row_bytes((moe_type)5, 32), 0);
     CHECK_EQ_INT(moe_type_row_bytes(MOE_TYPE_Q8_0, 33), 0);  /* not a multiple */
     CHECK_EQ_INT(moe_type_row_bytes(MOE_TYPE_Q4_K, 128), 0);
     CHECK_EQ_INT(moe_type_row_bytes(MOE_TYPE_Q8_0, 3 * 32), 3 * 34);
     if (sizeof(size_t) == 8)
         CHECK_EQ_INT(moe_type_row_bytes(MOE_TYPE_F32, INT64_C(1) << 62), 0); /* overflow */
+}
+
+/* Types a real download may mix in are sized (so the file opens and plans)
+ * but not computed: dequantising one is MOE_ERR_UNSUPPORTED, quantising to
+ * it is refused, and a GGUF holding one round-trips through the writer and
+ * reader. Sizes: ggml's block structs. */
+static void test_sized_only(void)
+{
+    static const struct { int t; const char *name; int64_t be; size_t bb; } k[] = {
+        { 3, "q4_1", 32, 20 },   { 6, "q5_0", 32, 22 },   { 7, "q5_1", 32, 24 },
+        { 10, "q2_k", 256, 84 }, { 11, "q3_k", 256, 110 }, { 13, "q5_k", 256, 176 },
+        { 23, "iq4_xs", 256, 136 }, { 39, "mxfp4", 32, 17 },
+    };
+    float out[256];
+    uint8_t blk[512] = {0};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        moe_type t = (moe_type)k[i].t;
+        CHECK(moe_type_is_known(k[i].t));
+        CHECK(!moe_type_can_dequantize(t) && !moe_type_can_quantize(t));
+        CHECK_EQ_STR(moe_type_name(t), k[i].name);
+        CHECK_EQ_INT(moe_type_row_bytes(t, k[i].be * 2), 2 * (int64_t)k[i].bb);
+        CHECK(moe_dequantize_row(t, blk, out, k[i].be) == MOE_ERR_UNSUPPORTED);
+    }
+    for (int t = 0; t < MOE_TYPE_COUNT; t++)
+        if (moe_type_can_dequantize((moe_type)t))
+            CHECK(moe_type_is_known(t));
+
+    /* a file with a q5_k tensor opens and keeps its type */
+    const char *root = getenv("MOE_BUILD_ROOT");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/test-quant-q5k.gguf", root ? root : ".");
+    moe_gguf_writer *w = moe_gguf_writer_new();
+    const int64_t ne[2] = {256, 2};
+    moe_err err = {{0}};
+    CHECK(moe_gguf_writer_add_tensor(w, "w", (moe_type)13, 2, ne, blk) == MOE_OK);
+    CHECK(moe_gguf_writer_write_file(w, path, &err) == MOE_OK);
+    moe_gguf_writer_free(w);
+    moe_gguf *g = NULL;
+    CHECK_MSG(moe_gguf_open(path, &g, &err) == MOE_OK, "%s", err.msg);
+    if (g) {
+        const moe_gguf_tensor *ti = moe_gguf_find_tensor(g, "w");
+        CHECK(ti && (int)ti->type == 13 && ti->size_bytes == 2 * 176);
+        moe_gguf_free(g);
+    }
+    remove(path);
 }
 
 static void test_args(void)
@@ -364,6 +410,7 @@ int main(void)
     test_f16();
     test_bf16();
     test_traits();
+    test_sized_only();
     test_args();
     test_layouts();
     test_round_trips();

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# run.sh — set up, build and start MoeDesk on Debian 12, then chat in the
+# terminal. Installs the build packages (apt-get; as root or through sudo),
+# builds into build/, picks the model — MOEDESK_MODEL if set, else the first
+# installed model under the data directory, else the demo model the build
+# generated (RANDOM WEIGHTS: it only shows that everything works, what it
+# says is noise) — and starts an interactive chat with it.
+#   usage: bash run.sh [extra moedesk-cli chat options]
+set -eu
+cd "$(dirname "$0")"
+
+if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
+need=()
+for p in build-essential pkg-config meson ninja-build libglib2.0-dev python3; do
+  dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "run.sh: installing ${need[*]}"
+  $SUDO apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+[ -f build/build.ninja ] || meson setup build -Dapp=enabled >/dev/null
+ninja -C build >/dev/null
+
+data=${XDG_DATA_HOME:-$HOME/.local/share}/moedesk
+model=${MOEDESK_MODEL:-}
+if [ -z "$model" ]; then
+  model=$(find "$data/models" -name '*.gguf' 2>/dev/null | sort | head -n 1 || true)
+fi
+if [ -z "$model" ]; then
+  model=build/app/moedesk-demo-random.gguf
+  echo "run.sh: no model installed; using the DEMO MODEL: random weights, its replies are noise."
+fi
+build/app/moedesk-cli inspect "$model"
+echo
+exec build/app/moedesk-cli chat --model "$model" "$@"
