@@ -230,6 +230,17 @@ static gboolean config_read_shapes(hf_config *c, GError **error)
     if (c->arch == HF_ARCH_QWEN2MOE &&
         !need_positive(o, KEYS("shared_expert_intermediate_size"), &c->n_ff_shexp, error))
         return FALSE;
+    /* Far beyond any real model, but small enough that the plan and
+     * vocabulary tables sized from these stay modest for a bad file. */
+    if (c->n_layer > 4096 || c->n_expert > 4096 || c->n_layer * c->n_expert > (1 << 20) ||
+        c->n_vocab > (1 << 24)) {
+        g_set_error(error, MOEDESK_IMPORT_ERROR, MOEDESK_IMPORT_ERROR_UNSUPPORTED,
+                    CONFIG_FILE ": %" G_GINT64_FORMAT " layers, %" G_GINT64_FORMAT
+                    " experts and a vocabulary of %" G_GINT64_FORMAT " are beyond what the"
+                    " importer takes (4096 layers, 4096 experts, 2^20 expert matrices per"
+                    " kind, 2^24 tokens)", c->n_layer, c->n_expert, c->n_vocab);
+        return FALSE;
+    }
     if (c->n_head % c->n_head_kv != 0 || c->n_head_kv > c->n_head) {
         g_set_error(error, MOEDESK_IMPORT_ERROR, MOEDESK_IMPORT_ERROR_INPUT,
                     CONFIG_FILE ": num_attention_heads %" G_GINT64_FORMAT " is not a multiple"

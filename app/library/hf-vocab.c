@@ -459,7 +459,7 @@ static gboolean load_spm_like(JsonObject *tj, hf_vocab *v, GError **error)
         if (id > max_id)
             max_id = id;
     }
-    if (max_id >= (gint64)1 << 31) {
+    if (max_id >= (gint64)1 << 24) {
         g_set_error(error, MOEDESK_IMPORT_ERROR, MOEDESK_IMPORT_ERROR_INPUT,
                     TJ ": token id %" G_GINT64_FORMAT " is too large", max_id);
         return FALSE;

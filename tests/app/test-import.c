@@ -156,6 +156,10 @@ static void test_config(void)
           "\"hidden_size\": 64, \"num_attention_heads\": 4, \"num_key_value_heads\": 3, "
           "\"vocab_size\": 10, \"num_experts\": 4, \"num_experts_per_tok\": 2, "
           "\"intermediate_size\": 32}", "not a multiple" },
+        { "{\"architectures\": [\"OlmoeForCausalLM\"], \"num_hidden_layers\": 2, "
+          "\"hidden_size\": 64, \"num_attention_heads\": 4, \"vocab_size\": 2000000000, "
+          "\"num_experts\": 4, \"num_experts_per_tok\": 2, \"intermediate_size\": 32}",
+          "beyond what the importer takes" },
     };
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         const char *files[] = { "config.json", cases[i].json, NULL };

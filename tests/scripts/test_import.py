@@ -9,9 +9,10 @@ tokenizer_config.json, chat template inline or as chat_template.jinja) and,
 from the same weights, the GGUF llama.cpp's converter would write. Then:
 
   equality   import at f32: every key/value and every tensor (bytes) of the
-             imported file equals the converter-equivalent one, and the
-             reference forward pass (ref_forward.py) gives the same logits
-             on both. Mixtral from tokenizer.json alone: the same except
+             imported file equals the converter-equivalent one, libmoe's
+             tokenizer (moedesk-cli tokenize) splits the vocabulary's test
+             text the same with both, and the reference forward pass
+             (ref_forward.py) gives the same logits on both. Mixtral from tokenizer.json alone: the same except
              tokenizer.ggml.scores, whose order must match the original
              SentencePiece scores wherever those differ.
   q8_0       per-tensor types follow llama-quantize's policy and Q8_0 bytes
@@ -132,12 +133,22 @@ def test_equality(cli, work, label, arch, d):
         check(all(sb[p] > sb[q] for p, q in zip(merged, merged[1:])),
               f"{label}: score order differs from the SentencePiece scores")
         check(len(merged) > 20000, f"{label}: only {len(merged)} merged tokens scored")
+    # libmoe's own tokenizer reads both files the same way.
+    vocab = "ggml-vocab-llama-spm.gguf" if arch == "llama" else "ggml-vocab-qwen2.gguf"
+    with open(os.path.join(gen_model.default_vocab_dir(), vocab + ".inp"), "rb") as f:
+        text = f.read() + "<|im_start|>user\n<think>hi</think><|im_end|></s>".encode()
+    for flags in ([], ["--add-special", "--parse-special"]):
+        ids = [subprocess.run([cli, "tokenize", "-m", p, *flags], input=text,
+                              capture_output=True).stdout for p in (d + "-direct.gguf", out)]
+        check(len(ids[0]) > 100 and ids[0] == ids[1],
+              f"{label}: moedesk-cli tokenize {' '.join(flags)} differs between the files")
     tokens = TOKENS_SPM if arch == "llama" else TOKENS
     la = ref_logits(d + "-direct.gguf", tokens, d + "-direct.f32")
     lb = ref_logits(out, tokens, d + "-imported.f32")
     check(la.size == lb.size and la.size > 0 and np.array_equal(la, lb),
           f"{label}: reference logits differ")
-    print(f"{label}: {len(b.kv)} keys, {len(b.tensors)} tensors equal; logits equal", flush=True)
+    print(f"{label}: {len(b.kv)} keys, {len(b.tensors)} tensors equal; tokens and logits equal",
+          flush=True)
 
 
 def test_q8_0(cli, d):
