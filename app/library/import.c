@@ -377,7 +377,8 @@ gboolean moedesk_import(const moedesk_import_options *opt, moedesk_import_result
     g_autoptr(hf_checkpoint) ckpt = hf_checkpoint_open(opt->dir, error);
     hf_plan plan = { 0 };
     gboolean ok = ckpt && hf_plan_build(cfg, ckpt, &plan, error);
-    g_autofree char *base = g_path_get_basename(opt->dir);
+    g_autofree char *canon = g_canonicalize_filename(opt->dir, NULL); /* "." -> its name */
+    g_autofree char *base = g_path_get_basename(canon);
     const char *name = opt->name ? opt->name : base;
     moe_type type = opt->type;
     g_autofree char *reason = NULL;
