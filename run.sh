@@ -28,6 +28,19 @@ model=${MOEDESK_MODEL:-}
 if [ -z "$model" ]; then
   model=$(find "$data/models" -name '*.gguf' 2>/dev/null | sort | head -n 1 || true)
 fi
+if [ -z "$model" ] && [ -t 0 ] && [ -z "${MOEDESK_OFFLINE:-}" ] &&
+   timeout 5 bash -c 'exec 3<>/dev/tcp/huggingface.co/443' 2>/dev/null; then
+  # Online and interactive: offer the catalog model the planner picks for
+  # this machine (pull chooses the quantisation that fits).
+  pick=$(build/app/moedesk-cli plan qwen3-30b-a3b-instruct-2507 --json 2>/dev/null |
+         python3 -c 'import json,sys; print(json.load(sys.stdin)["chosen"]["variant"])' 2>/dev/null || true)
+  echo "run.sh: no model installed. Qwen3-30B-A3B-Instruct-2507 ${pick:+($pick) }fits this machine per the planner."
+  read -r -p "Download it now (about 17-32 GB)? [y/N] " yes
+  if [ "$yes" = y ] || [ "$yes" = Y ]; then
+    build/app/moedesk-cli pull qwen3-30b-a3b-instruct-2507 &&
+      model=$(find "$data/models" -name '*.gguf' 2>/dev/null | sort | head -n 1 || true)
+  fi
+fi
 if [ -z "$model" ]; then
   model=build/app/moedesk-demo-random.gguf
   echo "run.sh: no model installed; using the DEMO MODEL: random weights, its replies are noise."

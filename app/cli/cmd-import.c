@@ -13,7 +13,7 @@
  * usage error.
  */
 #include "cli.h"
-#include "library/import.h"
+#include "import.h"
 
 #include <stdio.h>
 #include <string.h>

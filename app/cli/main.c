@@ -9,16 +9,26 @@
 #include <string.h>
 
 static const cli_command commands[] = {
+    {"bench", "measure prefill and decode speed", cli_cmd_bench},
+    {"chat", "chat with a model in the terminal", cli_cmd_chat},
     {"demo-model", "write the random-weight demo model", cli_cmd_demo_model},
+    {"eval", "write the logits of a token sequence", cli_cmd_eval},
     {"hw", "describe this machine: CPU, RAM, GPUs", cli_cmd_hw},
-    {"import", "convert a Hugging Face checkpoint folder into GGUF", cli_cmd_import},
     {"inspect", "describe a GGUF model file", cli_cmd_inspect},
     {"plan", "plan memory for a model on this machine", cli_cmd_plan},
     {"quantize", "rewrite a model at another tensor type", cli_cmd_quantize},
+    {"run", "generate text for one prompt", cli_cmd_run},
     {"report", "weekly adoption and cost report from the usage database", cli_cmd_report},
     {"tokenize", "tokenize stdin with a model's vocabulary", cli_cmd_tokenize},
     {"usage", "import request logs, export them to PostgreSQL", cli_cmd_usage},
     {"version", "print the version", cli_cmd_version},
+#ifdef MOEDESK_HAVE_LIBRARY
+    {"import", "convert a Hugging Face checkpoint folder into GGUF", cli_cmd_import},
+    {"pull", "download a model (resumable, verified)", cli_cmd_pull},
+    {"verify", "re-check an installed model's files", cli_cmd_verify},
+    {"list", "list installed models", cli_cmd_list},
+    {"rm", "remove an installed model", cli_cmd_rm},
+#endif
 };
 
 static void print_usage(FILE *out)

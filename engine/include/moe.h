@@ -1185,6 +1185,142 @@ moe_status moe_chat_template_render_json(const moe_chat_template *t, const char 
  * noise. It exists so every part of MoeDesk can be tried offline. The same
  * seed gives the same bytes on every platform. */
 moe_status moe_demo_model_write(const char *path, uint64_t seed, moe_err *err);
+/* Models and inference                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* A loaded model: hyperparameters, the tokenizer and the weights, mapped
+ * read-only from the GGUF file. Read-only after loading, so several
+ * contexts (and threads) may share one model. */
+typedef struct moe_model moe_model;
+
+/* A decoding state over one model: KV cache, scratch buffers, threads.
+ * One thread at a time. */
+typedef struct moe_context moe_context;
+
+typedef struct moe_model_params {
+    /* Reserved for placement options (GPU layers, expert offload); zero
+     * them. */
+    int32_t reserved;
+} moe_model_params;
+
+moe_model_params moe_model_default_params(void);
+
+/* Opens a GGUF model. Validates before returning: the architecture
+ * (general.architecture must be one of "qwen3moe", "qwen2moe", "llama"
+ * with experts, "olmoe"), its hyperparameters, and that every tensor the
+ * architecture needs is present with the expected shape and a supported
+ * type; the message names the key or tensor at fault. `params` may be
+ * NULL for defaults. */
+moe_status moe_model_load(const char *path, const moe_model_params *params,
+                          moe_model **out, moe_err *err);
+void       moe_model_free(moe_model *model);
+
+/* general.architecture, e.g. "qwen3moe". */
+const char *moe_model_arch(const moe_model *model);
+/* general.name, or "" if absent. */
+const char *moe_model_name(const moe_model *model);
+int32_t     moe_model_n_vocab(const moe_model *model);
+int32_t     moe_model_n_ctx_train(const moe_model *model);
+int32_t     moe_model_n_embd(const moe_model *model);
+int32_t     moe_model_n_layer(const moe_model *model);
+int32_t     moe_model_n_expert(const moe_model *model);
+int32_t     moe_model_n_expert_used(const moe_model *model);
+/* Parameters and bytes of all weight tensors. */
+uint64_t    moe_model_n_params(const moe_model *model);
+uint64_t    moe_model_size_bytes(const moe_model *model);
+/* The tokenizer; borrowed from the model. */
+const moe_vocab *moe_model_vocab(const moe_model *model);
+/* tokenizer.chat_template, or NULL if the file has none. */
+const char *moe_model_chat_template(const moe_model *model);
+/* The file the model was read from; borrowed from the model. */
+const moe_gguf *moe_model_gguf(const moe_model *model);
+
+typedef struct moe_context_params {
+    int32_t  n_ctx;     /* KV cache cells shared by all sequences;
+                           0 = min(n_ctx_train, 4096)                     */
+    int32_t  n_seq_max; /* sequence ids run 0..n_seq_max-1 (1..64); 0 = 1  */
+    int32_t  n_batch;   /* most tokens one moe_decode call takes; 0 = 512  */
+    int32_t  n_threads; /* CPU threads; 0 = all processors                 */
+    moe_type kv_type;   /* MOE_TYPE_F16 (the default), MOE_TYPE_Q8_0 (half
+                           the memory) or MOE_TYPE_F32 (exact, for
+                           comparisons with references; note F32 is 0, so a
+                           zeroed struct asks for it: start from
+                           moe_context_default_params())                    */
+} moe_context_params;
+
+moe_context_params moe_context_default_params(void);
+
+/* Creates a context; every buffer a forward pass needs is allocated here
+ * (the logits buffer grows if a batch asks for more rows than any before).
+ * The model must outlive the context. `params` may be NULL for defaults. */
+moe_status moe_context_new(const moe_model *model, const moe_context_params *params,
+                           moe_context **out, moe_err *err);
+void       moe_context_free(moe_context *ctx);
+
+int32_t moe_context_n_ctx(const moe_context *ctx);
+int32_t moe_context_n_batch(const moe_context *ctx);
+int32_t moe_context_n_seq_max(const moe_context *ctx);
+int32_t moe_context_n_threads(const moe_context *ctx);
+/* The CPU kernel set in use: "scalar", "avx2", "avx512" or "neon". */
+const char *moe_context_cpu_isa(const moe_context *ctx);
+/* Bytes of the KV cache. */
+uint64_t moe_context_kv_bytes(const moe_context *ctx);
+
+/* A batch: n_tokens tokens, each with its position in its sequence, its
+ * sequence id and whether its logits are wanted. Tokens of different
+ * sequences (prefill chunks and single decode tokens) mix freely; within
+ * one sequence positions must increase and continue after the positions
+ * already in the cache. The arrays have room for `capacity` tokens. */
+typedef struct moe_batch {
+    int32_t  n_tokens;
+    int32_t  capacity;
+    int32_t *token;  /* [capacity] token ids                              */
+    int32_t *pos;    /* [capacity] positions                              */
+    int32_t *seq_id; /* [capacity] sequence ids, 0..n_seq_max-1           */
+    int8_t  *logits; /* [capacity] nonzero: compute logits for this token */
+} moe_batch;
+
+/* A batch with room for `capacity` tokens (n_tokens = 0); NULL on failure.
+ * Free with moe_batch_free. */
+moe_batch *moe_batch_new(int32_t capacity);
+void       moe_batch_free(moe_batch *batch);
+void       moe_batch_clear(moe_batch *batch);
+/* Appends one token; false if the batch is full. */
+bool       moe_batch_add(moe_batch *batch, int32_t token, int32_t pos, int32_t seq_id,
+                         bool want_logits);
+
+/* Runs the model over the batch: appends every token's keys and values to
+ * the cache of its sequence and computes logits where asked. Everything is
+ * checked before anything changes: token ids in [0, n_vocab), sequence ids
+ * in [0, n_seq_max), positions continuing their sequence, at most n_batch
+ * tokens, and room in the cache (MOE_ERR_RANGE "context full ..." if not).
+ * On error the cache is as before the call. */
+moe_status moe_decode(moe_context *ctx, const moe_batch *batch, moe_err *err);
+
+/* The n_vocab logits of token `i` of the last decoded batch, or NULL if
+ * that token did not ask for logits (or i is out of range). Valid until
+ * the next moe_decode. */
+const float *moe_get_logits(const moe_context *ctx, int32_t i);
+
+/* KV cache management, for prefix reuse and multi-sequence scheduling.
+ * Position ranges are [p0, p1); p0 < 0 means 0 and p1 < 0 means no upper
+ * bound. A seq_id < 0 means every sequence. */
+
+/* Removes the sequence's cells in [p0, p1). Returns false only for a bad
+ * seq_id. */
+bool    moe_kv_seq_rm(moe_context *ctx, int32_t seq_id, int32_t p0, int32_t p1);
+/* Makes dst share src's cells in [p0, p1) (no data is copied); dst's own
+ * cells in that range are removed first. */
+void    moe_kv_seq_copy(moe_context *ctx, int32_t src, int32_t dst, int32_t p0, int32_t p1);
+/* Removes every sequence but this one. */
+void    moe_kv_seq_keep(moe_context *ctx, int32_t seq_id);
+/* Largest / smallest position of the sequence in the cache; -1 if empty. */
+int32_t moe_kv_seq_pos_max(const moe_context *ctx, int32_t seq_id);
+int32_t moe_kv_seq_pos_min(const moe_context *ctx, int32_t seq_id);
+/* Empties the cache. */
+void    moe_kv_clear(moe_context *ctx);
+/* Cells in use (shared cells count once). */
+int32_t moe_kv_n_used(const moe_context *ctx);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,7 @@
  * model on machine files. The end-to-end comparison with converter output
  * is tests/scripts/test_import.py.
  */
-#include "library/import-internal.h"
+#include "import-internal.h"
 #include "test.h"
 
 #include <glib/gstdio.h>

@@ -132,6 +132,58 @@ def test_quantize(tmp):
           and not os.path.exists(bad_out + ".part"), f"missing input: {rc} {err}")
 
 
+def test_chat(tmp):
+    demo = os.path.join(tmp, "chat-demo.gguf")
+    check(run("demo-model", demo)[0] == 0, "demo-model for chat")
+    script = "hello there\nsecond turn\n/reset\nthird\n".encode()
+    rc, out, err = run("chat", "-m", demo, "--temp", "0", "-n", "16", "-t", "2", stdin=script)
+    check(rc == 0, f"chat exit {rc}: {err}")
+    check("random weights" in err and "DEMO MODEL" in err, f"chat labels the demo model: {err}")
+    stats = [l for l in err.splitlines() if l.startswith("[") and "prompt tokens" in l]
+    check(len(stats) == 3, f"three replies: {stats}")
+    if len(stats) == 3:
+        total = [int(l[1:].split()[0]) for l in stats]
+        new = [int(l.split("(")[1].split()[0]) for l in stats]
+        # turn 2 re-uses the cached prefix of turn 1; after /reset only the
+        # template's opening is shared
+        check(total[1] > total[0] and new[1] < total[1], f"prefix reuse: {stats}")
+        check(new[2] <= total[2], f"after reset: {stats}")
+        check(all("16 generated" in l or "stop" in l for l in stats), f"-n 16 respected: {stats}")
+    # greedy is deterministic: the same conversation gives the same replies
+    rc2, out2, _ = run("chat", "-m", demo, "--temp", "0", "-n", "16", "-t", "2", stdin=script)
+    check(rc2 == 0 and out2 == out, "greedy chat is deterministic")
+    # a sampled chat with a seed is reproducible too
+    a = run("chat", "-m", demo, "--seed", "5", "-n", "12", stdin=b"hi\n")[1]
+    b = run("chat", "-m", demo, "--seed", "5", "-n", "12", stdin=b"hi\n")[1]
+    check(a == b, "seeded chat is reproducible")
+    rc, out, err = run("chat", "-m", os.path.join(tmp, "absent.gguf"), stdin=b"hi\n")
+    check(rc == 1 and "absent.gguf" in err, f"chat with a missing model: {rc} {err!r}")
+    rc, out, err = run("chat", "-m", demo, "-n", "0", stdin=b"hi\n")
+    check(rc == 2, f"chat -n 0 is a usage error: {rc}")
+    rc, out, err = run("chat", stdin=b"hi\n")
+    check(rc == 2 and "--model" in err, f"chat without a model: {rc} {err!r}")
+
+
+def test_run(tmp):
+    demo = os.path.join(tmp, "run-demo.gguf")
+    check(run("demo-model", demo)[0] == 0, "demo-model for run")
+    rc, out, err = run("run", "-m", demo, "-p", "Once upon a time", "--temp", "0", "-n", "20", "-t", "2")
+    check(rc == 0, f"run exit {rc}: {err}")
+    check("20 generated" in err, f"run -n 20: {err}")
+    rc2, out2, _ = run("run", "-m", demo, "-p", "Once upon a time", "--temp", "0", "-n", "20", "-t", "1")
+    check(out2 == out, "greedy run is deterministic and independent of the thread count")
+    rc, out3, err = run("run", "-m", demo, "-p", "Once upon a time", "--temp", "0", "-n", "20", "--chat")
+    check(rc == 0 and "prompt tokens" in err, f"run --chat: {err}")
+    # --chat wraps the text in the template: a longer prompt than the raw one
+    raw_n = int(run("run", "-m", demo, "-p", "Once upon a time", "-n", "1")[2].split("[")[1].split()[0])
+    chat_n = int(err.split("[")[1].split()[0])
+    check(chat_n > raw_n, f"--chat applies the template: {chat_n} vs {raw_n}")
+    rc, _, err = run("run", "-m", demo)
+    check(rc == 2 and "-p" in err, f"run without -p: {rc} {err!r}")
+    rc, _, err = run("run", "-m", demo, "-p", "x" * 20000, "-c", "256")
+    check(rc == 1 and "context" in err, f"prompt longer than the context: {rc} {err!r}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         test_inspect()
@@ -140,6 +192,8 @@ def main():
         test_bad_input(tmp)
         test_demo_model(tmp)
         test_quantize(tmp)
+        test_chat(tmp)
+        test_run(tmp)
     print(f"{checks} checks, {failures} failed")
     return 1 if failures else 0
 

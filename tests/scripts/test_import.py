@@ -11,8 +11,9 @@ from the same weights, the GGUF llama.cpp's converter would write. Then:
   equality   import at f32: every key/value and every tensor (bytes) of the
              imported file equals the converter-equivalent one, libmoe's
              tokenizer (moedesk-cli tokenize) splits the vocabulary's test
-             text the same with both, and the reference forward pass
-             (ref_forward.py) gives the same logits on both. Mixtral from tokenizer.json alone: the same except
+             text the same with both, the reference forward pass
+             (ref_forward.py) gives the same logits on both, and so does
+             libmoe's (moedesk-cli eval), within 1e-3 of the reference. Mixtral from tokenizer.json alone: the same except
              tokenizer.ggml.scores, whose order must match the original
              SentencePiece scores wherever those differ.
   q8_0       per-tensor types follow llama-quantize's policy and Q8_0 bytes
@@ -147,8 +148,22 @@ def test_equality(cli, work, label, arch, d):
     lb = ref_logits(out, tokens, d + "-imported.f32")
     check(la.size == lb.size and la.size > 0 and np.array_equal(la, lb),
           f"{label}: reference logits differ")
-    print(f"{label}: {len(b.kv)} keys, {len(b.tensors)} tensors equal; tokens and logits equal",
-          flush=True)
+    # libmoe's forward pass (moedesk-cli eval, F32 KV cache): the same bytes
+    # from both files, and the reference's logits to float32 rounding.
+    eng = []
+    for path in (d + "-direct.gguf", out):
+        r = subprocess.run([cli, "eval", "-m", path, "--tokens", " ".join(map(str, tokens)),
+                            "--logits", path + ".eval", "--kv-type", "f32"],
+                           capture_output=True, text=True)
+        if not check(r.returncode == 0, f"{label}: moedesk-cli eval failed: {r.stderr.strip()}"):
+            return
+        eng.append(np.fromfile(path + ".eval", dtype="<f4"))
+    check(np.array_equal(eng[0], eng[1]), f"{label}: moedesk-cli eval logits differ between files")
+    if check(eng[1].size == la.size, f"{label}: eval wrote {eng[1].size} logits, want {la.size}"):
+        err = float(np.abs(eng[1] - la).max())
+        check(err < 1e-3, f"{label}: eval differs from the reference by {err:g}")
+    print(f"{label}: {len(b.kv)} keys, {len(b.tensors)} tensors equal; tokens, reference and"
+          " engine logits equal", flush=True)
 
 
 def test_q8_0(cli, d):
@@ -168,6 +183,17 @@ def test_q8_0(cli, d):
         n_q8 += want == GGML_Q8_0
         check(np.array_equal(b.raw(n), ref), f"q8_0: {n} bytes differ from the reference")
     check(n_q8 > 10, f"q8_0: only {n_q8} Q8_0 tensors")
+    # The engine runs the Q8_0 file; with sharp logits its top token agrees
+    # with the F32 file's nearly everywhere (Q8_0 moves logits by ~0.05).
+    r = subprocess.run([cli, "eval", "-m", out, "--tokens", " ".join(map(str, TOKENS)),
+                        "--logits", out + ".eval"], capture_output=True, text=True)
+    f32 = d + "-f32.gguf.eval"
+    if check(r.returncode == 0, f"q8_0: moedesk-cli eval failed: {r.stderr.strip()}") and \
+            os.path.exists(f32):
+        q = np.fromfile(out + ".eval", dtype="<f4").reshape(len(TOKENS), -1)
+        f = np.fromfile(f32, dtype="<f4").reshape(len(TOKENS), -1)
+        agree = float(np.mean(q.argmax(1) == f.argmax(1)))
+        check(agree >= 0.75, f"q8_0: top-1 agrees with F32 at only {agree:.0%} of positions")
     print(f"q8_0: {len(b.tensors)} tensors, {n_q8} Q8_0 bit-identical to the reference", flush=True)
     # No --type: the planner's choice for a 64 GB CPU-only machine is BF16.
     machine = os.path.join(os.environ.get("MOE_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
