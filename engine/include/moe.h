@@ -900,10 +900,15 @@ int32_t  moe_machine_n_compute_gpus(const moe_machine *machine);
  *             activations and logits, plus 4 x 32 x n_head x n_ctx for an
  *             attention kernel that scores 32 queries at a time; with experts
  *             in RAM the host adds 4 x n_batch x (2 n_embd + 2 n_expert_used
- *             n_ff_expert) for the expert inputs and outputs
+ *             n_ff_expert) for the expert inputs and outputs. CPU only: the
+ *             CPU backend keeps logits only for the rows asked for (one
+ *             sequence: the last token), so n_batch x n_vocab becomes n_vocab
  *   overhead  MOE_PLAN_CUDA_OVERHEAD_BYTES per GPU used (CUDA context,
- *             cuBLAS workspace) and MOE_PLAN_HOST_OVERHEAD_BYTES on the host
- *             (process, tokenizer, scheduler) in every placement
+ *             cuBLAS workspace) and, on the host in every placement,
+ *             MOE_PLAN_HOST_OVERHEAD_BYTES (threads, scheduler, allocator)
+ *             plus MOE_PLAN_VOCAB_TOKEN_BYTES x n_vocab for the loaded
+ *             tokenizer (strings, merges, lookup tables); measured against
+ *             the engine's resident memory by tests/unit/test-plan-fit.c
  * The budget of a GPU is min(vram_total x ceiling, vram_free); of the host,
  * min(ram_total x ceiling, ram_free).
  *
@@ -928,7 +933,8 @@ int32_t  moe_machine_n_compute_gpus(const moe_machine *machine);
  * no choice and the reason says what the smallest option needs. */
 
 #define MOE_PLAN_CUDA_OVERHEAD_BYTES (UINT64_C(400) << 20) /* per GPU used  */
-#define MOE_PLAN_HOST_OVERHEAD_BYTES (UINT64_C(256) << 20)
+#define MOE_PLAN_HOST_OVERHEAD_BYTES (UINT64_C(2) << 20)  /* + vocab part */
+#define MOE_PLAN_VOCAB_TOKEN_BYTES   160                   /* per token      */
 #define MOE_PLAN_DEFAULT_CEILING     0.90
 #define MOE_PLAN_DEFAULT_N_CTX       32768
 #define MOE_PLAN_DEFAULT_N_BATCH     512

@@ -100,6 +100,27 @@ static uint64_t compute_bytes(const moe_plan_model *m, int64_t n_ctx, int32_t n_
     return sat_add(act, att);
 }
 
+/* CPU placement: the CPU backend holds logits only for the rows a batch
+ * asks for, and one sequence asks for one (its last token), so the
+ * n_batch x n_vocab logits of compute_bytes shrink to one row. */
+static uint64_t compute_bytes_cpu(const moe_plan_model *m, int64_t n_ctx, int32_t n_batch)
+{
+    const uint64_t row = sat_add(sat_mul(8, (uint64_t)m->n_embd), expert_act_elems(m));
+    const uint64_t act = sat_add(sat_mul(sat_mul(4, (uint64_t)n_batch), row),
+                                 sat_mul(4, (uint64_t)m->n_vocab));
+    const uint64_t att = sat_mul(sat_mul(4 * 32, (uint64_t)m->n_head), (uint64_t)n_ctx);
+    return sat_add(act, att);
+}
+
+/* Host overhead: a fixed part plus the tokenizer, which grows with the
+ * vocabulary (about 23 MiB resident for Qwen2's 151,936 tokens with their
+ * merges, measured by test-plan-fit). */
+static uint64_t host_overhead_bytes(const moe_plan_model *m)
+{
+    return sat_add(MOE_PLAN_HOST_OVERHEAD_BYTES,
+                   sat_mul(MOE_PLAN_VOCAB_TOKEN_BYTES, (uint64_t)m->n_vocab));
+}
+
 /* Host side of HYBRID: expert inputs and outputs. */
 static uint64_t compute_host_hybrid(const moe_plan_model *m, int32_t n_batch)
 {
@@ -398,6 +419,7 @@ moe_status moe_plan_make(const moe_plan_model *m, const moe_machine *mach,
         const int64_t ctx = prm.n_ctx[c];
         const uint64_t kv = kv_bytes(m, ctx, prm.n_batch, prm.kv_type);
         const uint64_t comp = compute_bytes(m, ctx, prm.n_batch);
+        const uint64_t comp_cpu = compute_bytes_cpu(m, ctx, prm.n_batch);
         for (size_t vi = 0; vi < m->n_variants; vi++) {
             const moe_plan_variant *v = &m->variants[order[vi]];
             const uint64_t all = variant_bytes(v);
@@ -407,7 +429,7 @@ moe_status moe_plan_make(const moe_plan_model *m, const moe_machine *mach,
             memset(&base, 0, sizeof base);
             base.variant = order[vi];
             base.n_ctx = ctx;
-            base.overhead_host_bytes = MOE_PLAN_HOST_OVERHEAD_BYTES;
+            base.overhead_host_bytes = host_overhead_bytes(m);
             if (gb.n > 0) {
                 moe_plan_option o = base;
                 o.placement = MOE_PLACE_GPU;
@@ -432,7 +454,7 @@ moe_status moe_plan_make(const moe_plan_model *m, const moe_machine *mach,
             o.placement = MOE_PLACE_CPU;
             o.weights_host_bytes = all;
             o.kv_bytes = kv;
-            o.compute_host_bytes = comp;
+            o.compute_host_bytes = comp_cpu;
             o.gpu_budget_bytes = 0;
             finish_option(&o, host_budget);
             p->options[p->n_options++] = o;

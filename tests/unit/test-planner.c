@@ -152,6 +152,7 @@ static void test_groups_and_quants(void)
  *   all on GPU                                             = 22,701,445,536 (21.1 GiB)
  *   budget: min(24564 MiB x 0.9, 24000 MiB)
  *         = min(23,181,498,777.6, 25,165,824,000)          = 23,181,498,777
+ *   host: 2 MiB + 160 B x 151936 vocab tokens               =     26,406,912
  *   => Q4_K_M fits, 480 MB to spare. Q6_K: 25,092,532,640 + 3,221,225,472
  *      + 504,102,912 + 419,430,400 = 29,237,291,424 does not. UD-Q4_K_XL has
  *      Q4_K_M's rank but the smaller file, so Q4_K_M comes first. */
@@ -173,7 +174,7 @@ static void test_qwen3_rtx4090(void)
         CHECK_EQ_INT(o->weights_gpu_bytes, 18556686752LL);
         CHECK_EQ_INT(o->gpu_bytes, 22701445536LL);
         CHECK_EQ_INT(o->gpu_budget_bytes, 23181498777LL);
-        CHECK_EQ_INT(o->host_bytes, 256 * MIB); /* host overhead only */
+        CHECK_EQ_INT(o->host_bytes, 26406912); /* host overhead only */
         CHECK(o->fits);
     }
     CHECK(strstr(moe_plan_reason(p), "Q4_K_M fits all on GPU") != NULL);
@@ -271,10 +272,13 @@ static void test_qwen3_a100(void)
 
 /* 64 GB without GPU: host budget min(64 GiB x 0.9, 58 GiB)
  * = min(61,847,529,062.4, 62,277,025,792) = 61,847,529,062.
- *   BF16 on the CPU: 61,089,411,072 + 3,221,225,472 + 504,102,912
- *                    + 268,435,456 = 65,083,174,912: no
- *   Q8_0:            32,483,932,576 + 3,221,225,472 + 504,102,912
- *                    + 268,435,456 = 36,477,696,416: yes. */
+ * CPU compute keeps one row of logits: 4 x 512 x (8 x 2048 + 2 x 8 x 768)
+ * + 4 x 151936 + 134,217,728 = 193,545,728; host overhead 2 MiB + 160 x
+ * 151936 = 26,406,912.
+ *   BF16 on the CPU: 61,089,411,072 + 3,221,225,472 + 193,545,728
+ *                    + 26,406,912 = 64,530,589,184: no
+ *   Q8_0:            32,483,932,576 + 3,221,225,472 + 193,545,728
+ *                    + 26,406,912 = 35,925,110,688: yes. */
 static void test_qwen3_cpu(void)
 {
     moe_plan_model m;
@@ -286,7 +290,7 @@ static void test_qwen3_cpu(void)
     if (o) {
         CHECK_EQ_INT(o->placement, MOE_PLACE_CPU);
         CHECK_EQ_INT(o->n_gpus, 0);
-        CHECK_EQ_INT(o->host_bytes, 36477696416LL);
+        CHECK_EQ_INT(o->host_bytes, 35925110688LL);
         CHECK_EQ_INT(o->host_budget_bytes, 61847529062LL);
         CHECK_EQ_INT(o->gpu_bytes, 0);
     }
@@ -313,7 +317,7 @@ static void test_qwen3_cpu(void)
  *   GPU: 1,708,903,321 + 4,294,967,296 + 384,303,104 + 419,430,400
  *      = 6,807,604,121 <= 23,181,498,777
  *   host: 47,911,096,679 + 4 x 512 x (2 x 4096 + 2 x 2 x 14336) [134,217,728]
- *       + 268,435,456 = 48,313,749,863 <= min(64 GiB x 0.9, 56 GiB) =
+ *       + 2 MiB + 160 x 32000 [7,217,152] = 48,052,531,559 <= min(64 GiB x 0.9, 56 GiB) =
  *       60,129,542,144
  *   expert layers that would also fit: (23,181,498,777 - 6,807,604,121)
  *       / (47,911,096,679 / 32 = 1,497,221,771) = 10 */
@@ -349,7 +353,7 @@ static void test_mixtral_hybrid(void)
         CHECK_EQ_INT(o->gpu_bytes, 6807604121LL);
         CHECK_EQ_INT(o->weights_host_bytes, 47911096679LL);
         CHECK_EQ_INT(o->compute_host_bytes, 134217728);
-        CHECK_EQ_INT(o->host_bytes, 48313749863LL);
+        CHECK_EQ_INT(o->host_bytes, 48052531559LL);
         CHECK_EQ_INT(o->host_budget_bytes, 60129542144LL);
         CHECK_EQ_INT(o->n_expert_layers_gpu, 10);
     }
@@ -388,8 +392,11 @@ static void test_mixtral_hybrid(void)
  *   128 x 128 x 4 = 434,110,464; together 1,340,080,128
  *   compute 4 x 512 x (163840 + 8 x 7168 + 2 x 16 x 3072) = 654,311,424
  *           + 4 x 32 x 96 x 32768 = 402,653,184 -> 1,056,964,608
+ *   on the CPU one row of logits: 4 x 512 x (8 x 7168 + 2 x 16 x 3072)
+ *           + 4 x 163840 + 402,653,184 = 722,075,648
+ *   host overhead 2 MiB + 160 x 163840 = 28,311,552
  *   smallest, UD-IQ1_S (594 GB) on the CPU: 594,000,000,000 + 1,340,080,128
- *     + 1,056,964,608 + 268,435,456 = 596,665,480,192 (555.7 GiB) against
+ *     + 722,075,648 + 28,311,552 = 596,090,467,328 (555.2 GiB) against
  *     60,129,542,144 (56.0 GiB). */
 static void test_kimi_k3_wont_fit(void)
 {
@@ -427,11 +434,11 @@ static void test_kimi_k3_wont_fit(void)
     CHECK(cpu != NULL);
     if (cpu) {
         CHECK_EQ_INT(cpu->kv_bytes, 1340080128LL);
-        CHECK_EQ_INT(cpu->compute_host_bytes, 1056964608LL);
-        CHECK_EQ_INT(cpu->host_bytes, 596665480192LL);
+        CHECK_EQ_INT(cpu->compute_host_bytes, 722075648LL);
+        CHECK_EQ_INT(cpu->host_bytes, 596090467328LL);
     }
     const char *r = moe_plan_reason(p);
-    CHECK_MSG(strstr(r, "does not fit: the smallest option, UD-IQ1_S at 32768 tokens, needs 555.7 GiB "
+    CHECK_MSG(strstr(r, "does not fit: the smallest option, UD-IQ1_S at 32768 tokens, needs 555.2 GiB "
                         "of RAM") != NULL, "%s", r);
     CHECK_EQ_INT(moe_plan_verdict(p, 0, 32768), MOE_VERDICT_WONT_FIT);
     moe_plan_free(p);
