@@ -64,6 +64,7 @@ int cli_cmd_pull(int argc, char **argv);   /* cmd-pull.c   */
 int cli_cmd_verify(int argc, char **argv); /* cmd-verify.c */
 int cli_cmd_list(int argc, char **argv);   /* cmd-list.c   */
 int cli_cmd_rm(int argc, char **argv);     /* cmd-list.c   */
+int cli_cmd_import(int argc, char **argv); /* cmd-import.c */
 #endif
 
 /* Generation shared by chat and run (generate.c). */

@@ -23,6 +23,7 @@ static const cli_command commands[] = {
     {"usage", "import request logs, export them to PostgreSQL", cli_cmd_usage},
     {"version", "print the version", cli_cmd_version},
 #ifdef MOEDESK_HAVE_LIBRARY
+    {"import", "convert a Hugging Face checkpoint folder into GGUF", cli_cmd_import},
     {"pull", "download a model (resumable, verified)", cli_cmd_pull},
     {"verify", "re-check an installed model's files", cli_cmd_verify},
     {"list", "list installed models", cli_cmd_list},

@@ -281,6 +281,14 @@ moe_status moe_gguf_writer_write_file(moe_gguf_writer *w, const char *path, moe_
 moe_status moe_gguf_writer_begin(moe_gguf_writer *w, const char *path, moe_err *err);
 moe_status moe_gguf_writer_write_tensor_data(moe_gguf_writer *w, int64_t idx,
                                              const void *data, moe_err *err);
+/* Streams tensor `idx` in pieces instead: consecutive calls append `size`
+ * bytes each until the tensor's size is reached (then the padding follows
+ * and the next tensor is due), so a tensor assembled from parts (an expert
+ * stack) never has to be in memory whole. More bytes than the tensor has
+ * left, or a whole-tensor write in the middle of a part-written tensor, is
+ * MOE_ERR_INVALID_ARG. */
+moe_status moe_gguf_writer_write_tensor_part(moe_gguf_writer *w, int64_t idx,
+                                             const void *data, size_t size, moe_err *err);
 moe_status moe_gguf_writer_finish(moe_gguf_writer *w, moe_err *err);
 
 /* ------------------------------------------------------------------------ */
@@ -441,6 +449,24 @@ moe_status moe_model_quantize(const char *in_path, const char *out_path,
                               moe_type type, moe_err *err);
 moe_status moe_model_quantize_ex(const char *in_path, const char *out_path,
                                  const moe_quantize_params *params, moe_err *err);
+
+/* The per-tensor type policy moe_model_quantize applies, for writers that
+ * produce a model's tensors themselves (the Hugging Face importer) and want
+ * the same mixture. Usage: new; count(name) for every tensor; then
+ * pick(name, ne) once per tensor in file order (some choices depend on the
+ * position among tensors of a kind); ftype gives general.file_type.
+ * `n_layer` is <arch>.block_count, `n_expert` <arch>.expert_count (0 for a
+ * dense model). MOE_ERR_UNSUPPORTED for a target moe_model_quantize does
+ * not write. */
+typedef struct moe_quant_policy moe_quant_policy;
+
+moe_status moe_quant_policy_new(moe_type target, int n_layer, int n_expert,
+                                moe_quant_policy **out, moe_err *err);
+void       moe_quant_policy_free(moe_quant_policy *policy);
+void       moe_quant_policy_count(moe_quant_policy *policy, const char *name);
+moe_type   moe_quant_policy_pick(moe_quant_policy *policy, const char *name,
+                                 const int64_t ne[MOE_GGUF_MAX_DIMS]);
+uint32_t   moe_quant_policy_ftype(const moe_quant_policy *policy);
 
 /* ------------------------------------------------------------------------ */
 /* Tokenizer                                                                */

@@ -61,6 +61,7 @@ struct moe_gguf_writer {
     char          *tmp_path;
     uint32_t       alignment;
     int64_t        next_tensor;
+    uint64_t       part_written; /* bytes of next_tensor written so far  */
     uint64_t       n_written; /* bytes written so far, for padding */
 };
 
@@ -506,6 +507,7 @@ static moe_status writer_open_tmp(moe_gguf_writer *w, const char *path, moe_err 
         return writer_io_fail(w, err, "cannot create");
     w->n_written = 0;
     w->next_tensor = 0;
+    w->part_written = 0;
     return MOE_OK;
 }
 
@@ -535,22 +537,47 @@ moe_status moe_gguf_writer_begin(moe_gguf_writer *w, const char *path, moe_err *
     return st;
 }
 
-moe_status moe_gguf_writer_write_tensor_data(moe_gguf_writer *w, int64_t idx,
-                                             const void *data, moe_err *err)
+moe_status moe_gguf_writer_write_tensor_part(moe_gguf_writer *w, int64_t idx,
+                                             const void *data, size_t size, moe_err *err)
 {
     if (!w || !w->file)
-        return moe_fail(err, MOE_ERR_INVALID_ARG, "write_tensor_data: no write in progress");
-    if (idx != w->next_tensor || !data)
+        return moe_fail(err, MOE_ERR_INVALID_ARG, "write_tensor_part: no write in progress");
+    if (idx != w->next_tensor || idx >= w->n_tensors || !data)
         return moe_fail(err, MOE_ERR_INVALID_ARG, "%s: expected data of tensor %" PRId64
                         " ('%s') next, got %s for index %" PRId64, w->path, w->next_tensor,
                         w->next_tensor < w->n_tensors ? w->tensors[w->next_tensor].name : "none",
                         data ? "data" : "NULL", idx);
     const writer_tensor *t = &w->tensors[idx];
+    if ((uint64_t)size > t->size_bytes - w->part_written)
+        return moe_fail(err, MOE_ERR_INVALID_ARG, "%s: tensor '%s': %zu more bytes after %"
+                        PRIu64 " of %" PRIu64 " overrun it", w->path, t->name, size,
+                        w->part_written, t->size_bytes);
     errno = 0;
-    if (!writer_put(w, data, (size_t)t->size_bytes) || !writer_pad(w))
+    if (!writer_put(w, data, size))
         return writer_io_fail(w, err, "write failed");
-    w->next_tensor++;
+    w->part_written += size;
+    if (w->part_written == t->size_bytes) { /* sizes are never 0 */
+        if (!writer_pad(w))
+            return writer_io_fail(w, err, "write failed");
+        w->next_tensor++;
+        w->part_written = 0;
+    }
     return MOE_OK;
+}
+
+moe_status moe_gguf_writer_write_tensor_data(moe_gguf_writer *w, int64_t idx,
+                                             const void *data, moe_err *err)
+{
+    if (!w || !w->file)
+        return moe_fail(err, MOE_ERR_INVALID_ARG, "write_tensor_data: no write in progress");
+    if (w->part_written != 0)
+        return moe_fail(err, MOE_ERR_INVALID_ARG, "%s: whole data for tensor %" PRId64
+                        " after part of tensor '%s' was written", w->path, idx,
+                        w->tensors[w->next_tensor].name);
+    if (idx != w->next_tensor || idx >= w->n_tensors)
+        return moe_gguf_writer_write_tensor_part(w, idx, data, 0, err);
+    return moe_gguf_writer_write_tensor_part(w, idx, data, (size_t)w->tensors[idx].size_bytes,
+                                             err);
 }
 
 moe_status moe_gguf_writer_finish(moe_gguf_writer *w, moe_err *err)

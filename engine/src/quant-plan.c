@@ -21,10 +21,15 @@
  *   - A row length that is not a multiple of the chosen block size falls
  *     back: 256-element types to Q8_0 (llama.cpp: Q5_0/Q8_0), 32-element
  *     types to F16.
+ *
+ * moe_quant_policy (at the end) is the same plan behind an opaque public
+ * handle, for writers outside the engine such as the Hugging Face importer.
  */
 #include "quant-plan.h"
+#include "util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool moe_quant_plan_init(moe_quant_plan *plan, moe_type target, int n_layer, int n_expert)
@@ -219,4 +224,53 @@ moe_type moe_quant_plan_pick(moe_quant_plan *plan, const char *name,
     if (ne[0] % moe_type_block_elems(t) != 0)
         t = MOE_TYPE_F16;
     return t;
+}
+
+/* ---- the public handle: moe_quant_policy wraps one moe_quant_plan ---- */
+
+struct moe_quant_policy {
+    moe_quant_plan plan;
+};
+
+moe_status moe_quant_policy_new(moe_type target, int n_layer, int n_expert,
+                                moe_quant_policy **out, moe_err *err)
+{
+    if (!out)
+        return moe_fail(err, MOE_ERR_INVALID_ARG, "moe_quant_policy_new: NULL out");
+    *out = NULL;
+    moe_quant_policy *p = malloc(sizeof *p);
+    if (!p)
+        return moe_fail(err, MOE_ERR_NOMEM, "moe_quant_policy_new: out of memory");
+    if (!moe_quant_plan_init(&p->plan, target, n_layer, n_expert)) {
+        free(p);
+        const char *name = moe_type_name(target);
+        return moe_fail(err, MOE_ERR_UNSUPPORTED, "models cannot be quantised to type %s",
+                        name ? name : "(unknown)");
+    }
+    *out = p;
+    return MOE_OK;
+}
+
+void moe_quant_policy_free(moe_quant_policy *policy)
+{
+    free(policy);
+}
+
+void moe_quant_policy_count(moe_quant_policy *policy, const char *name)
+{
+    if (policy && name)
+        moe_quant_plan_count(&policy->plan, name);
+}
+
+moe_type moe_quant_policy_pick(moe_quant_policy *policy, const char *name,
+                               const int64_t ne[MOE_GGUF_MAX_DIMS])
+{
+    if (!policy || !name || !ne)
+        return MOE_TYPE_F32;
+    return moe_quant_plan_pick(&policy->plan, name, ne);
+}
+
+uint32_t moe_quant_policy_ftype(const moe_quant_policy *policy)
+{
+    return policy ? moe_quant_plan_ftype(&policy->plan) : 0;
 }

@@ -266,9 +266,10 @@ def moe(m, il, h):
         y = m.mm_expert(silu(g) * u, b + "ffn_down_exps.weight", e)
         out[rows] += wts[rows, slot][:, None] * y
     if m.arch == "qwen2moe":
-        # the gate is a vector (n_embd): one logit per position
+        # the gate is a vector (n_embd; llama.cpp's converter stores it as
+        # the [n_embd, 1] matrix HF has): one logit per position
         gate = 1.0 / (1.0 + np.exp(-(m.act(h, b + "ffn_gate_inp_shexp.weight")
-                                     @ m.w(b + "ffn_gate_inp_shexp.weight"))))
+                                     @ m.w(b + "ffn_gate_inp_shexp.weight").reshape(-1))))
         g = m.mm(h, b + "ffn_gate_shexp.weight")
         u = m.mm(h, b + "ffn_up_shexp.weight")
         out += gate[:, None] * m.mm(silu(g) * u, b + "ffn_down_shexp.weight")

@@ -294,6 +294,52 @@ static void test_streaming(void)
         free(data[i]);
 }
 
+/* Writing tensors in parts of any size gives the same file as writing
+ * them whole; overruns and a whole write after a part are refused. */
+static void test_streaming_parts(void)
+{
+    uint8_t *data[N_TEST_TENSORS];
+    for (int64_t i = 0; i < N_TEST_TENSORS; i++)
+        data[i] = tensor_bytes(i);
+    moe_err err = { { 0 } };
+    const char *whole = test_tmp_path("whole-p.gguf"), *parts = test_tmp_path("parts.gguf");
+    moe_gguf_writer *w = make_writer(64, data);
+    CHECK(moe_gguf_writer_write_file(w, whole, &err) == MOE_OK);
+    moe_gguf_writer_free(w);
+
+    w = make_writer(64, NULL);
+    CHECK_MSG(moe_gguf_writer_begin(w, parts, &err) == MOE_OK, "%s", err.msg);
+    CHECK(moe_gguf_writer_write_tensor_part(w, 1, data[1], 1, &err) == MOE_ERR_INVALID_ARG);
+    for (int64_t i = 0; i < N_TEST_TENSORS; i++) {
+        size_t size = test_tensors[i].size_bytes;
+        size_t step = (size_t)(i % 3) + 1, done = 0; /* 1, 2 or 3 bytes at a time */
+        while (done < size) {
+            size_t n = size - done < step ? size - done : step;
+            CHECK(moe_gguf_writer_write_tensor_part(w, i, data[i] + done, n, &err) == MOE_OK);
+            done += n;
+            if (done == 1 && size > 1) {
+                CHECK(moe_gguf_writer_write_tensor_data(w, i, data[i], &err) ==
+                      MOE_ERR_INVALID_ARG);
+                CHECK(moe_gguf_writer_write_tensor_part(w, i, data[i], size, &err) ==
+                      MOE_ERR_INVALID_ARG);
+                CHECK(strstr(err.msg, "overrun") != NULL);
+            }
+        }
+    }
+    CHECK(moe_gguf_writer_write_tensor_part(w, N_TEST_TENSORS, data[0], 1, &err) ==
+          MOE_ERR_INVALID_ARG);
+    CHECK_MSG(moe_gguf_writer_finish(w, &err) == MOE_OK, "%s", err.msg);
+    moe_gguf_writer_free(w);
+
+    size_t na = 0, nb = 0;
+    uint8_t *a = test_read_file(whole, &na), *b = test_read_file(parts, &nb);
+    CHECK(a && b && na == nb && memcmp(a, b, na) == 0);
+    free(a);
+    free(b);
+    for (int64_t i = 0; i < N_TEST_TENSORS; i++)
+        free(data[i]);
+}
+
 /* copy_kv reproduces every key/value, here of the round-trip file and of
  * the real vocabularies (large string arrays, float scores...). */
 static void test_copy_kv(const char *src_path, const char *name)
@@ -582,6 +628,7 @@ int main(void)
     test_round_trip(1, "round-1.gguf");
     test_round_trip(4096, "round-4096.gguf");
     test_streaming();
+    test_streaming_parts();
     test_copy_kv(test_tmp_path("round-64.gguf"), "copy-round.gguf");
     snprintf(vocab, sizeof vocab, "%s/vocab/ggml-vocab-llama-spm.gguf", shared ? shared : ".");
     test_real_vocab(vocab);

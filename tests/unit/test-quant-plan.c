@@ -127,11 +127,36 @@ static void test_eight_experts(void)
     CHECK_EQ_INT(pick(&p, "blk.0.attn_q.weight", 4096, 4096, 1), MOE_TYPE_Q4_K);
 }
 
+/* The public handle gives the plan's answers. */
+static void test_policy_handle(void)
+{
+    moe_err err = { { 0 } };
+    moe_quant_policy *p = NULL;
+    CHECK(moe_quant_policy_new((moe_type)3, 2, 0, &p, &err) == MOE_ERR_UNSUPPORTED);
+    CHECK(p == NULL && strstr(err.msg, "quantised") != NULL);
+    CHECK(moe_quant_policy_new(MOE_TYPE_Q4_K, 8, 8, &p, &err) == MOE_OK && p);
+    moe_quant_policy_count(p, "output.weight");
+    moe_quant_policy_count(p, "blk.0.attn_v.weight");
+    CHECK_EQ_INT(moe_quant_policy_ftype(p), 15);
+    const int64_t out[4] = { 256, 1000, 1, 1 }, v[4] = { 256, 64, 1, 1 };
+    const int64_t norm[4] = { 256, 1, 1, 1 }, shexp_gate[4] = { 256, 1, 1, 1 };
+    CHECK_EQ_INT(moe_quant_policy_pick(p, "token_embd.weight", out), MOE_TYPE_Q4_K);
+    CHECK_EQ_INT(moe_quant_policy_pick(p, "blk.0.attn_v.weight", v), MOE_TYPE_Q8_0);
+    CHECK_EQ_INT(moe_quant_policy_pick(p, "blk.0.attn_norm.weight", norm), MOE_TYPE_F32);
+    CHECK_EQ_INT(moe_quant_policy_pick(p, "blk.0.ffn_gate_inp_shexp.weight", shexp_gate),
+                 MOE_TYPE_F32);
+    CHECK_EQ_INT(moe_quant_policy_pick(p, "output.weight", out), MOE_TYPE_Q6_K);
+    CHECK_EQ_INT(moe_quant_policy_pick(NULL, "output.weight", out), MOE_TYPE_F32);
+    moe_quant_policy_free(p);
+    moe_quant_policy_free(NULL);
+}
+
 int main(void)
 {
     test_q4_k_m_moe();
     test_tied_and_fallbacks();
     test_float_targets();
     test_eight_experts();
+    test_policy_handle();
     TEST_DONE();
 }
