@@ -63,6 +63,22 @@ typedef struct svc_sched_params {
 
 void svc_sched_params_init(svc_sched_params *p);
 
+/* An optional constraint on what may be generated (e.g. JSON mode, see
+ * prompt.h). Runs on the engine thread: `mask` may set logits to -INFINITY
+ * before each sample (at least one token must survive, else the request
+ * fails with SVC_SCHED_ERROR_ENGINE); `accept` is told every sampled token;
+ * `complete` (optional) returning true ends the request with
+ * MOE_FINISH_STOP after the token just accepted. The scheduler takes
+ * ownership of `user` and calls `free_user` once when the request is done
+ * (or when submit fails). */
+typedef struct svc_gen_constraint {
+    void (*mask)(void *user, float *logits, int32_t n_vocab);
+    void (*accept)(void *user, int32_t token);
+    bool (*complete)(void *user);
+    void (*free_user)(void *user);
+    void *user;
+} svc_gen_constraint;
+
 /* One generation request. Everything is copied by svc_sched_submit. */
 typedef struct svc_gen_params {
     const int32_t *prompt;   /* prompt tokens (BOS etc. already added), n >= 1  */
@@ -74,6 +90,7 @@ typedef struct svc_gen_params {
     bool ignore_eog;         /* keep going past end-of-generation tokens         */
     int64_t timeout_ms;      /* <= 0: none; counted from submit                  */
     int32_t n_probs;         /* > 0: report the top n_probs candidates per token */
+    const svc_gen_constraint *constraint; /* NULL: none; struct copied       */
 } svc_gen_params;
 
 void svc_gen_params_init(svc_gen_params *p); /* greedy, no stops, max_tokens -1 */
