@@ -1,0 +1,111 @@
+/*
+ * main.c — moedesk-service: parse the command line, start the server,
+ * serve until SIGTERM/SIGINT, then stop cleanly (running requests get a
+ * grace period, the usage database is flushed).
+ *
+ * Scripts and tests rely on: `--port P` (0 = any free port) and
+ * `--model FILE.gguf`; the first line on stdout is
+ * "moedesk-service listening on http://HOST:PORT" once requests can be
+ * sent. Data goes under $XDG_DATA_HOME/moedesk (or $MOEDESK_DATA_DIR).
+ */
+#include "server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#ifdef G_OS_UNIX
+#include <glib-unix.h>
+#endif
+
+void svc_register_all(svc_server *srv);
+
+static gboolean on_signal(gpointer data)
+{
+    g_main_loop_quit(data);
+    return G_SOURCE_CONTINUE;
+}
+
+int main(int argc, char **argv)
+{
+    svc_server_options o;
+    svc_server_options_init(&o);
+    int port = o.port;
+    char *host = NULL, *model = NULL, *name = NULL, *usage_db = NULL;
+    int parallel = 0, n_ctx = 0, threads = 0, queue = 0, timeout_s = 0, idle_s = 0;
+    int header_timeout_ms = 0;
+    gboolean no_usage = FALSE;
+    GOptionEntry entries[] = {
+        {"port", 'p', 0, G_OPTION_ARG_INT, &port, "Port to listen on (default 11435; 0: any free port)", "P"},
+        {"host", 0, 0, G_OPTION_ARG_STRING, &host, "Address to bind (default 127.0.0.1)", "ADDR"},
+        {"model", 'm', 0, G_OPTION_ARG_FILENAME, &model, "Serve this GGUF file", "FILE"},
+        {"name", 0, 0, G_OPTION_ARG_STRING, &name, "Name clients use for --model (default: file stem)", "NAME"},
+        {"parallel", 0, 0, G_OPTION_ARG_INT, &parallel, "Sequences decoded together (default 4)", "N"},
+        {"ctx", 'c', 0, G_OPTION_ARG_INT, &n_ctx, "Context per sequence (default: model's, at most 4096)", "N"},
+        {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "CPU threads (default: all)", "N"},
+        {"queue", 0, 0, G_OPTION_ARG_INT, &queue, "Requests waiting beyond the running ones (default 64)", "N"},
+        {"timeout", 0, 0, G_OPTION_ARG_INT, &timeout_s, "Per-request timeout in seconds (default 600)", "S"},
+        {"idle-unload", 0, 0, G_OPTION_ARG_INT, &idle_s, "Unload the model after S idle seconds", "S"},
+        {"header-timeout", 0, 0, G_OPTION_ARG_INT, &header_timeout_ms, "Close connections whose request has not fully arrived after MS milliseconds (default 30000)", "MS"},
+        {"usage-db", 0, 0, G_OPTION_ARG_FILENAME, &usage_db, "Usage database (default: data dir's usage.sqlite3)", "FILE"},
+        {"no-usage", 0, 0, G_OPTION_ARG_NONE, &no_usage, "Do not record usage", NULL},
+        {NULL, 0, 0, 0, NULL, NULL, NULL},
+    };
+    GOptionContext *oc = g_option_context_new("- MoeDesk's local model service");
+    g_option_context_add_main_entries(oc, entries, NULL);
+    GError *err = NULL;
+    if (!g_option_context_parse(oc, &argc, &argv, &err)) {
+        fprintf(stderr, "moedesk-service: %s\n", err->message);
+        return 2;
+    }
+    g_option_context_free(oc);
+    if (port < 0 || port > 65535) {
+        fprintf(stderr, "moedesk-service: --port %d is not a port number (0..65535)\n", port);
+        return 2;
+    }
+    o.port = (guint16)port;
+    if (host)
+        o.host = host;
+    o.model_path = model;
+    o.model_name = name;
+    if (parallel)
+        o.n_parallel = parallel;
+    o.n_ctx = n_ctx;
+    o.n_threads = threads;
+    if (queue)
+        o.queue_max = queue;
+    if (timeout_s)
+        o.request_timeout_ms = (gint64)timeout_s * 1000;
+    o.idle_unload_s = idle_s;
+    if (header_timeout_ms > 0)
+        o.header_timeout_ms = header_timeout_ms;
+    char *default_db = usage_store_default_path();
+    o.usage_db = no_usage ? NULL : usage_db ? usage_db : default_db;
+
+    svc_server *srv = svc_server_new(&o, &err);
+    if (srv)
+        svc_register_all(srv);
+    if (!srv || !svc_server_start(srv, &err)) {
+        fprintf(stderr, "moedesk-service: %s\n", err->message);
+        g_error_free(err);
+        svc_server_free(srv);
+        g_free(default_db);
+        return 1;
+    }
+    GMainLoop *loop = g_main_loop_new(NULL, FALSE);
+#ifdef G_OS_UNIX
+    g_unix_signal_add(SIGTERM, on_signal, loop);
+    g_unix_signal_add(SIGINT, on_signal, loop);
+#endif
+    printf("moedesk-service listening on http://%s:%u\n", o.host, svc_server_port(srv));
+    fflush(stdout);
+    g_main_loop_run(loop);
+    g_message("stopping: finishing running requests");
+    svc_server_stop(srv, 10000);
+    svc_server_free(srv);
+    g_main_loop_unref(loop);
+    g_free(default_db);
+    g_free(host);
+    g_free(model);
+    g_free(name);
+    g_free(usage_db);
+    return 0;
+}
