@@ -59,7 +59,17 @@ static char *file_stem(const char *path)
     return base;
 }
 
+static svc_model *model_load_with(svc_server *srv, const char *path, const char *name,
+                                  int32_t n_ctx, int32_t n_parallel, GError **error);
+
 svc_model *svc_model_load(svc_server *srv, const char *path, const char *name, GError **error)
+{
+    return model_load_with(srv, path, name, srv->n_ctx, srv->n_parallel, error);
+}
+
+/* n_ctx <= 0: the model's own, at most 4096; n_parallel <= 0: the server's. */
+static svc_model *model_load_with(svc_server *srv, const char *path, const char *name,
+                                  int32_t n_ctx, int32_t n_parallel, GError **error)
 {
     moe_err err = {0};
     moe_model *mm = NULL;
@@ -70,10 +80,9 @@ svc_model *svc_model_load(svc_server *srv, const char *path, const char *name, G
     }
     svc_sched_params sp;
     svc_sched_params_init(&sp);
-    sp.n_parallel = srv->n_parallel;
+    sp.n_parallel = n_parallel > 0 ? n_parallel : srv->n_parallel;
     sp.n_threads = srv->n_threads;
     sp.queue_max = srv->queue_max;
-    int32_t n_ctx = srv->n_ctx;
     if (n_ctx <= 0) {
         n_ctx = moe_model_n_ctx_train(mm);
         if (n_ctx <= 0 || n_ctx > 4096)
@@ -228,6 +237,56 @@ svc_model *svc_server_acquire_model(svc_server *srv, const char *name, GError **
     svc_model *m = svc_model_load(srv, path, load_name, error);
     g_free(path);
     g_free(bare);
+    if (!m)
+        return NULL;
+    svc_server_unload_model(srv);
+    srv->current = m;
+    return svc_model_ref(m);
+}
+
+void svc_server_model_defaults(svc_server *srv, int32_t *n_parallel, int32_t *n_ctx)
+{
+    if (n_parallel)
+        *n_parallel = srv->n_parallel;
+    if (n_ctx)
+        *n_ctx = srv->n_ctx;
+}
+
+const char *svc_server_default_model_path(svc_server *srv)
+{
+    return srv->model_path;
+}
+
+svc_model *svc_server_load_model(svc_server *srv, const char *name, const char *path,
+                                 int32_t n_ctx, int32_t n_parallel, GError **error)
+{
+    char *file = path ? g_strdup(path) : NULL;
+    char *load_name = NULL;
+    if (!file && srv->model_path) {
+        char *stem = srv->model_name ? g_strdup(srv->model_name) : file_stem(srv->model_path);
+        if (!name || !*name || name_matches(name, stem)) {
+            file = g_strdup(srv->model_path);
+            load_name = g_strdup(srv->model_name);
+        }
+        g_free(stem);
+    }
+    if (!file && name && *name)
+        file = installed_model_path(srv, name);
+    if (!load_name && name && *name) {
+        load_name = g_strdup(name);
+        char *colon = strrchr(load_name, ':');
+        if (colon && !g_ascii_strcasecmp(colon, ":latest"))
+            *colon = '\0';
+    }
+    if (!file) {
+        g_set_error(error, SVC_ERROR, SVC_ERROR_MODEL_NOT_FOUND,
+                    "the model '%s' is not installed", name ? name : "");
+        g_free(load_name);
+        return NULL;
+    }
+    svc_model *m = model_load_with(srv, file, load_name, n_ctx, n_parallel, error);
+    g_free(file);
+    g_free(load_name);
     if (!m)
         return NULL;
     svc_server_unload_model(srv);

@@ -58,6 +58,22 @@ guint16 svc_server_port(svc_server *srv)
     return srv->port;
 }
 
+void svc_server_set_data(svc_server *srv, const char *key, gpointer data, GDestroyNotify destroy)
+{
+    g_datalist_set_data_full(&srv->module_data, key, data, destroy);
+}
+
+gpointer svc_server_get_data(svc_server *srv, const char *key)
+{
+    return g_datalist_get_data(&srv->module_data, key);
+}
+
+void svc_server_add_stop_hook(svc_server *srv, svc_stop_hook fn, gpointer data)
+{
+    svc_stop_hook_entry e = {fn, data};
+    g_array_append_val(srv->stop_hooks, e);
+}
+
 void svc_server_add_route(svc_server *srv, const char *method, const char *path,
                           svc_route_flags flags, svc_err_style style, svc_handler fn)
 {
@@ -480,6 +496,8 @@ svc_server *svc_server_new(const svc_server_options *o, GError **error)
     srv->cors_origins = g_strdupv((char **)o->cors_origins);
     srv->routes = g_ptr_array_new_with_free_func(route_free);
     srv->calls = g_hash_table_new(g_direct_hash, g_direct_equal);
+    g_datalist_init(&srv->module_data);
+    srv->stop_hooks = g_array_new(FALSE, FALSE, sizeof(svc_stop_hook_entry));
     srv->soup = soup_server_new("server-header", "moedesk/" MOEDESK_VERSION " ", NULL);
     soup_server_add_early_handler(srv->soup, NULL, early_handler, srv, NULL);
     soup_server_add_handler(srv->soup, NULL, handler, srv, NULL);
@@ -548,6 +566,10 @@ gboolean svc_server_start(svc_server *srv, GError **error)
 void svc_server_stop(svc_server *srv, gint64 grace_ms)
 {
     srv->stopping = TRUE;
+    for (guint i = 0; i < srv->stop_hooks->len; i++) {
+        svc_stop_hook_entry *e = &g_array_index(srv->stop_hooks, svc_stop_hook_entry, i);
+        e->fn(srv, e->data);
+    }
     if (srv->current)
         svc_sched_shutdown(srv->current->sched, false);
     gint64 deadline = g_get_monotonic_time() + grace_ms * 1000;
@@ -579,6 +601,9 @@ void svc_server_free(svc_server *srv)
         return;
     if (srv->idle_source)
         g_source_remove(srv->idle_source);
+    /* Modules' objects may hold calls and models: they go first. */
+    g_datalist_clear(&srv->module_data);
+    g_array_unref(srv->stop_hooks);
     GHashTableIter it;
     gpointer k;
     g_hash_table_iter_init(&it, srv->calls);

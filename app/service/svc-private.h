@@ -38,7 +38,14 @@ struct svc_server {
     gint64 started_us;
     gboolean stopping;
     guint idle_source;
+    GData *module_data;      /* svc_server_set_data                         */
+    GArray *stop_hooks;      /* svc_stop_hook_entry                         */
 };
+
+typedef struct svc_stop_hook_entry {
+    svc_stop_hook fn;
+    gpointer data;
+} svc_stop_hook_entry;
 
 struct svc_call {
     gint ref_count;

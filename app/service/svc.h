@@ -106,6 +106,23 @@ svc_model *svc_server_current_model(svc_server *srv);
 /* Unloads the current model (after its running requests end). */
 void svc_server_unload_model(svc_server *srv);
 
+/* Loads the model answering to `name` as svc_server_acquire_model does,
+ * but always anew and with `n_ctx` tokens per sequence and `n_parallel`
+ * sequences (each 0: the server's defaults), replacing the current model
+ * (which is freed once its running requests end). `path` (may be NULL)
+ * names the GGUF to load instead of the one the name resolves to; the
+ * caller has checked it is inside the models folder. Returns a new
+ * reference. */
+svc_model *svc_server_load_model(svc_server *srv, const char *name, const char *path,
+                                 int32_t n_ctx, int32_t n_parallel, GError **error);
+
+/* What svc_server_load_model uses for 0: the sequence slots, and the
+ * context per sequence (0 = the model's own, at most 4096). */
+void svc_server_model_defaults(svc_server *srv, int32_t *n_parallel, int32_t *n_ctx);
+
+/* The GGUF served with --model and its name for clients (NULL when none). */
+const char *svc_server_default_model_path(svc_server *srv);
+
 /* ---- Server-wide objects for endpoint modules ------------------------- */
 
 usage_store *svc_server_usage(svc_server *srv); /* may be NULL (no database) */
@@ -113,6 +130,19 @@ usage_store *svc_server_usage(svc_server *srv); /* may be NULL (no database) */
  * through these typed accessors once those modules are merged. */
 const char *svc_server_version(void);
 gint64      svc_server_started_us(svc_server *srv);
+
+/* Endpoint modules keep their own objects on the server under a key of
+ * their own (a download manager, running jobs). `destroy` runs when the
+ * data is replaced or the server is freed (after svc_server_stop). */
+void     svc_server_set_data(svc_server *srv, const char *key, gpointer data,
+                             GDestroyNotify destroy);
+gpointer svc_server_get_data(svc_server *srv, const char *key);
+
+/* Called first thing in svc_server_stop, on the main thread, before the
+ * server waits for running calls: end long-lived streams, cancel
+ * background work (the hook may iterate the main context while it waits). */
+typedef void (*svc_stop_hook)(svc_server *srv, gpointer data);
+void     svc_server_add_stop_hook(svc_server *srv, svc_stop_hook fn, gpointer data);
 
 /* ---- One HTTP call ---------------------------------------------------- */
 
