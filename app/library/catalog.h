@@ -1,9 +1,11 @@
 /*
  * catalog.h — the model catalog (resources/catalog.json, described in
- * resources/catalog.schema.md) as moedesk-cli reads it: load the file, find
- * an entry by id, name, alias or Hugging Face repository, and turn an entry
- * into the memory planner's moe_plan_model. The app-wide model library will
- * grow out of this; for now the plan command is its one user.
+ * resources/catalog.schema.md): load the file, walk or find an entry by id,
+ * name, alias or Hugging Face repository, and turn an entry into the memory
+ * planner's moe_plan_model. Users: `moedesk-cli plan` and the service's
+ * catalog endpoint (GET /moedesk/v1/catalog). Needs only json-glib and
+ * libmoe, so it is its own small static library (app/meson.build) that the
+ * CLI links even when the rest of the model library (libsoup) is not built.
  */
 #ifndef MOEDESK_CATALOG_H
 #define MOEDESK_CATALOG_H
@@ -13,35 +15,40 @@
 #include <glib.h>
 #include <json-glib/json-glib.h>
 
-#define CLI_CATALOG_ERROR (cli_catalog_error_quark())
-GQuark cli_catalog_error_quark(void);
+#define MOE_CATALOG_ERROR (moe_catalog_error_quark())
+GQuark moe_catalog_error_quark(void);
 
-typedef struct cli_catalog cli_catalog;
+typedef struct MoeCatalog MoeCatalog;
 
 /* Where the catalog is read from: $MOEDESK_CATALOG, else the installed
  * copy (datadir/moedesk/catalog.json) if present, else the source tree's
  * resources/catalog.json (running from a build directory). */
-const char  *cli_catalog_default_path(void);
+const char  *moe_catalog_default_path(void);
 
 /* Loads and checks the top level (schema_version 1, a models array).
  * The error names the file. */
-cli_catalog *cli_catalog_load(const char *path, GError **error);
-void         cli_catalog_free(cli_catalog *catalog);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(cli_catalog, cli_catalog_free)
+MoeCatalog *moe_catalog_load(const char *path, GError **error);
+void         moe_catalog_free(MoeCatalog *catalog);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(MoeCatalog, moe_catalog_free)
 
-const char  *cli_catalog_path(const cli_catalog *catalog);
+const char  *moe_catalog_path(const MoeCatalog *catalog);
+
+/* The entries in file order (elements that are not objects are skipped by
+ * moe_catalog_entry_at, which then returns NULL). Borrowed. */
+guint        moe_catalog_n_entries(const MoeCatalog *catalog);
+JsonObject  *moe_catalog_entry_at(const MoeCatalog *catalog, guint i);
 
 /* The entry whose id, name or alias equals `name` case-insensitively, or
  * whose safetensors or GGUF repository is `name`; NULL if none. Borrowed
  * from the catalog. */
-JsonObject  *cli_catalog_find(cli_catalog *catalog, const char *name);
+JsonObject  *moe_catalog_find(MoeCatalog *catalog, const char *name);
 
 /* Where each variant of a plan model came from, by variant index. */
-typedef struct cli_variant_source {
+typedef struct MoeCatalogSource {
     char repo[128];  /* "unsloth/Qwen3-…-GGUF", or the safetensors repo */
     char file[160];  /* first file ("…-00001-of-00014.gguf" for a set) */
     int  n_files;    /* 0 for an import                               */
-} cli_variant_source;
+} MoeCatalogSource;
 
 /* Fills `out` from a catalog entry: hyperparameters, group parameter
  * counts, one variant per listed quantisation (the first repository
@@ -50,7 +57,7 @@ typedef struct cli_variant_source {
  * no file offers (BF16, Q8_0, Q6_K, Q4_K_M, Q4_0, shown as "… (import)").
  * `sources` (may be NULL) gets MOE_PLAN_MAX_VARIANTS entries. The error
  * names the entry and field at fault. */
-gboolean cli_catalog_to_plan_model(JsonObject *entry, moe_plan_model *out,
-                                   cli_variant_source *sources, GError **error);
+gboolean moe_catalog_to_plan_model(JsonObject *entry, moe_plan_model *out,
+                                   MoeCatalogSource *sources, GError **error);
 
 #endif /* MOEDESK_CATALOG_H */
