@@ -1,7 +1,8 @@
 /*
  * usage-read.c — the read side of the usage store: time range, hourly
  * roll-ups over an hour range, raw rows over a time range (the report's
- * partial hours and slow tail) and new rows by id (the Postgres export).
+ * partial hours and slow tail), new rows by id (the Postgres export) and
+ * the newest rows (the service's recent-requests view).
  * Every walk holds the store's connection lock for its duration and hands
  * each record to a callback; nothing is collected in memory here.
  */
@@ -184,6 +185,23 @@ gboolean usage_store_each_new_row(usage_store *store, gint64 after_id, guint lim
     if (ok) {
         sqlite3_bind_int64(w.st, 1, after_id);
         sqlite3_bind_int64(w.st, 2, limit);
+        ok = walk_rows(&w, fn, user_data, error);
+    }
+    g_mutex_unlock(&store->db_lock);
+    return ok;
+}
+
+gboolean usage_store_each_recent_row(usage_store *store, guint limit, usage_row_fn fn,
+                                     gpointer user_data, GError **error)
+{
+    g_mutex_lock(&store->db_lock);
+    read_walk w;
+    gboolean ok = walk_prepare(&w, store,
+                               "SELECT id, " USAGE_ROW_COLUMNS " FROM requests "
+                               "ORDER BY id DESC LIMIT ?",
+                               "reading recent request rows", error);
+    if (ok) {
+        sqlite3_bind_int64(w.st, 1, limit);
         ok = walk_rows(&w, fn, user_data, error);
     }
     g_mutex_unlock(&store->db_lock);

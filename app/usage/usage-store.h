@@ -193,6 +193,11 @@ gboolean usage_store_each_row(usage_store *store, gint64 from_ms, gint64 to_ms,
 gboolean usage_store_each_new_row(usage_store *store, gint64 after_id, guint limit,
                                   usage_row_fn fn, gpointer user_data, GError **error);
 
+/* The `limit` newest rows, newest (highest id) first: the service's
+ * recent-requests view. */
+gboolean usage_store_each_recent_row(usage_store *store, guint limit, usage_row_fn fn,
+                                     gpointer user_data, GError **error);
+
 G_END_DECLS
 
 #endif /* MOEDESK_USAGE_STORE_H */

@@ -2,7 +2,8 @@
  * test-usage-store.c — the usage store's promises: appends are batched off
  * the caller's thread and committed without a flush; flush and close write
  * everything; a process killed with SIGKILL keeps every row appended more
- * than a second before; hourly roll-ups equal the raw rows; an older schema
+ * than a second before; hourly roll-ups equal the raw rows; the newest
+ * rows read back newest first; an older schema
  * is migrated and a newer or corrupt file is refused untouched.
  * Native only (fork, kill); registered in the app suite.
  */
@@ -73,6 +74,23 @@ static gint64 count_rows(const char *path, const char *sql)
     return n;
 }
 
+typedef struct recent_walk {
+    int n;
+    gint64 ids[4], start_ms[4];
+} recent_walk;
+
+static gboolean recent_row(gint64 id, const usage_row *row, gpointer data, GError **error)
+{
+    (void)error;
+    recent_walk *w = data;
+    if (w->n < 4) {
+        w->ids[w->n] = id;
+        w->start_ms[w->n] = row->start_ms;
+    }
+    w->n++;
+    return TRUE;
+}
+
 static void test_batching(void)
 {
     g_autofree char *path = tmp_path("batch.sqlite3");
@@ -110,6 +128,14 @@ static void test_batching(void)
     CHECK_EQ_INT(st.rows_written, 5010);
     CHECK_MSG(st.batches <= 1 + 5000 / 256 + 5, "%" G_GUINT64_FORMAT " batches", st.batches);
     CHECK_EQ_INT(count_rows(path, "SELECT count(*) FROM requests"), 5010);
+
+    /* The newest rows come newest first (the service's recent view). */
+    recent_walk rw = {0};
+    CHECK(usage_store_each_recent_row(s, 3, recent_row, &rw, &err));
+    CHECK_EQ_INT(rw.n, 3);
+    CHECK_EQ_INT(rw.ids[0], 5010);
+    CHECK_EQ_INT(rw.ids[2], 5008);
+    CHECK_EQ_INT(rw.start_ms[0], make_row(5009).start_ms);
 
     /* Invalid rows are refused, counted, never queued. */
     usage_row bad = make_row(1);
