@@ -2,11 +2,12 @@
  * routes.c — the one place that lists every endpoint module, so main.c and
  * in-process tests register the same routes.
  */
+#include "api-manage.h"
 #include "svc.h"
 
 void svc_register_all(svc_server *srv);
 
 void svc_register_all(svc_server *srv)
 {
-    (void)srv;
+    svc_manage_register(srv);
 }
