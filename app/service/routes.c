@@ -2,11 +2,11 @@
  * routes.c — the one place that lists every endpoint module, so main.c and
  * in-process tests register the same routes.
  */
-#include "svc.h"
+#include "api.h"
 
 void svc_register_all(svc_server *srv);
 
 void svc_register_all(svc_server *srv)
 {
-    (void)srv;
+    svc_openai_register(srv);
 }

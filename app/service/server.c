@@ -48,6 +48,11 @@ gint64 svc_server_started_us(svc_server *srv)
     return srv->started_us;
 }
 
+gint64 svc_server_request_timeout_ms(svc_server *srv)
+{
+    return srv->request_timeout_ms;
+}
+
 usage_store *svc_server_usage(svc_server *srv)
 {
     return srv->usage;
