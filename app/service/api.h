@@ -46,6 +46,7 @@ gboolean svc_api_try_upstream(svc_call *call, const svc_request *req, svc_api ap
 
 /* Endpoint families, called by svc_register_all (routes.c). */
 void svc_openai_register(svc_server *srv);
+void svc_anthropic_register(svc_server *srv);
 
 G_END_DECLS
 

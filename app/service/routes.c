@@ -9,4 +9,5 @@ void svc_register_all(svc_server *srv);
 void svc_register_all(svc_server *srv)
 {
     svc_openai_register(srv);
+    svc_anthropic_register(srv);
 }
