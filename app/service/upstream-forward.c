@@ -433,8 +433,10 @@ static void on_read(GObject *src, GAsyncResult *res, gpointer data)
     }
     arm(f, PHASE_IDLE);
     svc_sse_splitter_push(&f->sse, g_bytes_get_data(bytes, NULL), n);
+    /* on_data may cancel (the server saw its client go): stop passing
+     * events at once; the next read reports the cancellation. */
     GBytes *ev;
-    while ((ev = svc_sse_splitter_next(&f->sse)) != NULL) {
+    while (!g_cancellable_is_cancelled(f->cancel) && (ev = svc_sse_splitter_next(&f->sse)) != NULL) {
         handle_event(f, ev);
         g_bytes_unref(ev);
     }

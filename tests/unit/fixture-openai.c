@@ -150,9 +150,12 @@ static void start_stream(fixture_openai *fx, SoupServerMessage *msg, const char 
     fstream *s = fstream_new(fx, msg);
     g_autoptr(GPtrArray) ev = stream_events(strcmp(model, "cut") == 0 || strcmp(model, "stall") == 0
                                                 ? "ok" : model, include_usage);
+    GString *all = g_string_new(NULL);
     for (guint i = 0; i < ev->len; i++) {
         const char *e = g_ptr_array_index(ev, i);
-        if (strcmp(model, "crlf") == 0) {
+        if (strcmp(model, "burst") == 0) {
+            g_string_append(all, e);
+        } else if (strcmp(model, "crlf") == 0) {
             /* Two pieces per event, the second starting with the final
              * '\n', so "\r" and "\n" arrive apart. */
             size_t n = strlen(e);
@@ -162,6 +165,10 @@ static void start_stream(fixture_openai *fx, SoupServerMessage *msg, const char 
             g_ptr_array_add(s->pieces, g_strdup(e));
         }
     }
+    if (all->len)
+        g_ptr_array_add(s->pieces, g_string_free(all, FALSE));
+    else
+        g_string_free(all, TRUE);
     if (strcmp(model, "cut") == 0)
         s->cut_after = 2;
     if (strcmp(model, "stall") == 0)

@@ -18,6 +18,7 @@
  *     "stall"     stream: one chunk, then nothing (connection kept open)
  *     "slow"      headers only after 5 s
  *     "crlf"      stream whose events end in "\r\n\r\n", split mid-event
+ *     "burst"     the "ok" stream's events all in one write
  *   Every route checks "Authorization: Bearer KEY" first: a wrong or missing
  *   key gets 401 with a message that echoes the key it was sent (as OpenAI
  *   does, partly), so the tests can check the forwarder redacts it.

@@ -284,7 +284,8 @@ static void test_stream(svc_upstream_client *c, fixture_openai *fx, svc_upstream
     /* Passed on as it came: one on_data per event, the first long before
      * the end. */
     CHECK_EQ_INT(r.n_data, client_usage ? 7 : 6);
-    CHECK(r.t_done - r.t_first_data >= 3 * FIXTURE_CHUNK_MS * 1000);
+    if (strcmp(model, "burst") != 0)
+        CHECK(r.t_done - r.t_first_data >= 3 * FIXTURE_CHUNK_MS * 1000);
     /* The upstream was asked for usage either way, and it was read. */
     CHECK(strstr(fx->last_body, "\"include_usage\":true") != NULL);
     CHECK(strstr(fx->last_body, "\"stream\":true") != NULL);
@@ -438,6 +439,16 @@ static void test_cancel(svc_upstream_client *c, fixture_openai *fx, svc_upstream
     CHECK_EQ_INT(fx->n_aborted, aborted + 1);
     run_clear(&r);
 
+    /* Cancelled from on_data while more events of the same read wait:
+     * none of them is passed on. */
+    run b = { 0 };
+    b.cancel_after_data = 1;
+    run_forward(&b, c, ups, "/chat/completions", CHAT, "burst", TRUE);
+    CHECK_EQ_STR(b.kind, "cancelled");
+    CHECK_EQ_INT(b.n_data, 1);
+    CHECK_EQ_INT(b.data_after_cancel, 0);
+    run_clear(&b);
+
     /* Cancelled before it starts: no head, no data, one on_done. */
     run p = { 0 };
     p.cancel = g_cancellable_new();
@@ -465,6 +476,7 @@ int main(int argc, char **argv)
     test_stream(c, fx, &ups, "ok", FALSE);
     test_stream(c, fx, &ups, "ok", TRUE);
     test_stream(c, fx, &ups, "crlf", FALSE);
+    test_stream(c, fx, &ups, "burst", FALSE);
     test_errors(c, fx, &ups);
     test_faults(c, fx, &ups);
     test_cancel(c, fx, &ups);
