@@ -133,13 +133,13 @@ static int64_t since(const fwd *f)
     return g_get_monotonic_time() - f->t0;
 }
 
-static void send_head(fwd *f, unsigned status, const char *content_type)
+static void send_head(fwd *f, unsigned status, const char *content_type, const char *error_kind)
 {
     if (f->head_sent)
         return;
     f->head_sent = true;
     f->client_status = status;
-    svc_upstream_head h = { status, content_type, f->retry_after };
+    svc_upstream_head h = { status, content_type, f->retry_after, error_kind };
     if (f->ev.on_head)
         f->ev.on_head(&h, f->ev.user);
 }
@@ -195,7 +195,7 @@ static void finish(fwd *f, GError *error)
         g_autofree char *js = error_json(error);
         if (!f->head_sent) {
             send_head(f, status_for((svc_upstream_error)error->code, upstream_status),
-                      "application/json");
+                      "application/json", svc_upstream_error_kind((svc_upstream_error)error->code));
             g_autoptr(GBytes) b = g_bytes_new(js, strlen(js));
             send_data(f, b);
         } else if (f->mode == MODE_SSE && error->code != SVC_UPSTREAM_ERROR_STREAM_ERROR) {
@@ -364,7 +364,7 @@ static void finish_body(fwd *f)
             f->finish_reason = g_steal_pointer(&info.finish_reason);
         }
         svc_ups_chunk_info_clear(&info);
-        send_head(f, st, ct);
+        send_head(f, st, ct, NULL);
         send_data(f, body);
         finish(f, NULL);
         return;
@@ -377,7 +377,7 @@ static void finish_body(fwd *f)
         /* The client's own mistake (bad parameter, unknown model, rate
          * limit): it gets the upstream's answer as is. */
         g_autofree char *d = g_strdup_printf("answered HTTP %u: %s", st, snip);
-        send_head(f, st, ct);
+        send_head(f, st, ct, NULL);
         send_data(f, body);
         finish(f, fwd_error(f, SVC_UPSTREAM_ERROR_STATUS_4XX, d));
     } else if (st >= 500 && st < 600) {
@@ -474,7 +474,7 @@ static void on_sent(GObject *src, GAsyncResult *res, gpointer data)
         g_ascii_strcasecmp(f->content_type, "text/event-stream") == 0) {
         f->mode = MODE_SSE;
         svc_sse_splitter_init(&f->sse);
-        send_head(f, st, "text/event-stream");
+        send_head(f, st, "text/event-stream", NULL);
     } else {
         f->mode = MODE_BODY;
         f->body = g_byte_array_new();

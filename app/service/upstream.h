@@ -117,6 +117,11 @@ typedef struct svc_upstream_head {
     unsigned status;          /* HTTP status for the client                 */
     const char *content_type; /* "text/event-stream", "application/json"... */
     const char *retry_after;  /* the upstream's Retry-After or NULL         */
+    const char *error_kind;   /* non-NULL when this head and the body after
+                                 it are the forwarder's error answer (not the
+                                 upstream's own); a caller that would rather
+                                 try another upstream may ignore both and
+                                 retry from on_done                          */
 } svc_upstream_head;
 
 /* How a forwarded request ended. Times are monotonic microseconds since

@@ -21,7 +21,7 @@ typedef struct run {
     GMainLoop *loop;
     int n_head, n_data, n_done, order_errors;
     unsigned head_status;
-    char *content_type, *retry_after;
+    char *content_type, *retry_after, *head_kind;
     GByteArray *data;
     int64_t t_start, t_first_data, t_cancel, t_done;
     GCancellable *cancel;
@@ -42,6 +42,7 @@ static void on_head(const svc_upstream_head *h, void *user)
     r->head_status = h->status;
     r->content_type = g_strdup(h->content_type);
     r->retry_after = g_strdup(h->retry_after);
+    r->head_kind = g_strdup(h->error_kind);
 }
 
 static void on_data(GBytes *b, void *user)
@@ -98,6 +99,7 @@ static void run_clear(run *r)
     g_object_unref(r->cancel);
     g_free(r->content_type);
     g_free(r->retry_after);
+    g_free(r->head_kind);
     g_free(r->kind);
     g_free(r->message);
     g_free(r->finish);
@@ -275,6 +277,7 @@ static void test_stream(svc_upstream_client *c, fixture_openai *fx, svc_upstream
     run r = { 0 };
     run_forward(&r, c, ups, "/chat/completions", client_usage ? CHAT_USAGE : CHAT, model, TRUE);
     CHECK_EQ_INT(r.head_status, 200);
+    CHECK(r.head_kind == NULL);
     CHECK_EQ_STR(r.content_type, "text/event-stream");
     CHECK_MSG(r.kind == NULL, "%s: %s", r.kind, r.message ? r.message : "");
     /* Exactly what the upstream would have sent the client itself. */
@@ -308,6 +311,7 @@ static void test_errors(svc_upstream_client *c, fixture_openai *fx, svc_upstream
     CHECK_EQ_STR(fx->last_auth, "Bearer " WRONG_KEY);
     CHECK_EQ_STR(a.kind, "upstream_auth");
     CHECK_EQ_INT(a.head_status, 502);
+    CHECK_EQ_STR(a.head_kind, "upstream_auth");
     CHECK_EQ_INT(a.http_status, 502);
     CHECK_EQ_INT(a.upstream_status, 401);
     CHECK(a.message && strstr(a.message, "cluster") && strstr(a.message, fx->base_url) &&
@@ -321,6 +325,7 @@ static void test_errors(svc_upstream_client *c, fixture_openai *fx, svc_upstream
     run b = { 0 };
     run_forward(&b, c, ups, "/chat/completions", CHAT, "bad", FALSE);
     CHECK_EQ_INT(b.head_status, 400);
+    CHECK(b.head_kind == NULL); /* the upstream's own answer */
     CHECK_EQ_STR(b.kind, "upstream_status_4xx");
     g_autofree char *bd = data_str(&b);
     CHECK(strstr(bd, "bad temperature") != NULL);
@@ -358,6 +363,7 @@ static void test_errors(svc_upstream_client *c, fixture_openai *fx, svc_upstream
     run_forward(&u, c, &gone, "/chat/completions", CHAT, "ok", TRUE);
     CHECK_EQ_STR(u.kind, "upstream_unreachable");
     CHECK_EQ_INT(u.head_status, 502);
+    CHECK_EQ_STR(u.head_kind, "upstream_unreachable");
     CHECK_EQ_INT(u.upstream_status, 0);
     CHECK(u.message && strstr(u.message, "cluster") && strstr(u.message, url));
     check_no_key(&u);
