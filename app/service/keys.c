@@ -34,6 +34,7 @@ G_DEFINE_QUARK(svc-keys-error-quark, svc_keys_error)
 #define RAW_BYTES          32
 #define LAST_USED_EVERY_S  60
 #define DEFAULT_RECHECK_US G_USEC_PER_SEC
+#define BUSY_TIMEOUT_MS    5000
 
 typedef struct cached_key {
     char  *name;
@@ -188,7 +189,7 @@ static gboolean db_open(svc_keys *k, GError **error)
         return FALSE;
     }
     g_chmod(k->path, 0600);
-    sqlite3_busy_timeout(k->db, 5000);
+    sqlite3_busy_timeout(k->db, BUSY_TIMEOUT_MS);
     gint64 ver = pragma_int(k, "PRAGMA user_version", error);
     if (ver < 0)
         return FALSE;
@@ -483,6 +484,9 @@ static void touch_last_used(svc_keys *k, cached_key *c)
         return;
     c->last_used = now; /* also on failure: do not retry on every request */
     sqlite3_stmt *st = NULL;
+    /* Best effort on the request path: never wait for another process's
+     * write lock (the next try is a minute later). */
+    sqlite3_busy_timeout(k->db, 0);
     if (sqlite3_prepare_v2(k->db, "UPDATE keys SET last_used = ? WHERE name = ?", -1, &st,
                            NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, now);
@@ -490,6 +494,7 @@ static void touch_last_used(svc_keys *k, cached_key *c)
         sqlite3_step(st);
     }
     sqlite3_finalize(st);
+    sqlite3_busy_timeout(k->db, BUSY_TIMEOUT_MS);
 }
 
 char *svc_keys_verify(svc_keys *k, const char *token)
