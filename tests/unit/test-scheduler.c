@@ -740,6 +740,7 @@ static void test_shutdown(bool cancel_running)
     svc_sched_shutdown(s, cancel_running);
     run late;
     run_init(&late);
+    gp.constraint = NULL;
     CHECK_EQ_INT(submit(s, &late, prompt, &gp), SVC_SCHED_ERROR_SHUTDOWN);
     CHECK(wait_until(&done_total, 4));
     for (int i = 0; i < 4; i++) {
