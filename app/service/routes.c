@@ -3,11 +3,13 @@
  * in-process tests register the same routes.
  */
 #include "api-manage.h"
-#include "svc.h"
+#include "api.h"
 
 void svc_register_all(svc_server *srv);
 
 void svc_register_all(svc_server *srv)
 {
+    svc_openai_register(srv);
+    svc_anthropic_register(srv);
     svc_manage_register(srv);
 }

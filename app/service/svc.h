@@ -129,6 +129,8 @@ usage_store *svc_server_usage(svc_server *srv); /* may be NULL (no database) */
 /* The settings (settings.h) and the other modules' objects are reached
  * through these typed accessors once those modules are merged. */
 const char *svc_server_version(void);
+/* Per-request timeout in milliseconds (<= 0: none). */
+gint64      svc_server_request_timeout_ms(svc_server *srv);
 gint64      svc_server_started_us(svc_server *srv);
 
 /* Endpoint modules keep their own objects on the server under a key of
