@@ -376,7 +376,7 @@ typedef struct bad_case {
 
 static const bad_case bad_cases[] = {
     { CHAT, "{\"model\": \"m\", \"messages\": [}", "", NULL, "not valid JSON" },
-    { CHAT, "{\"model\": \"m\",\n \"messages\": [1,]}", "", NULL, "2:" },
+    { CHAT, "{\"model\": \"m\",\n \"messages\": [1,]}", "", NULL, "at line 2, column 16: unexpected" },
     { CHAT, "", "", NULL, "empty" },
     { CHAT, "[1, 2]", "", NULL, "must be a JSON object" },
     { CHAT, "\"text\"", "", NULL, "must be a JSON object" },
