@@ -102,6 +102,8 @@ typedef struct json_mode {
     struct svc_token_texts *tt;
     svc_json_guard g;
     int64_t left;    /* tokens left in the budget; -1: no budget */
+    float *saved;    /* n_saved logits: the row before the budget pass */
+    int32_t n_saved;
 } json_mode;
 
 /* Masks for one step; `budget` applies the completion-fits rule. Returns
@@ -112,11 +114,18 @@ static size_t mask_pass(json_mode *jm, float *logits, int32_t n_vocab, bool budg
     const svc_json_guard *g = &jm->g;
     bool complete = svc_json_guard_complete(g);
     bool plain = svc_json_guard_in_plain_string(g);
-    bool first_ok[256];
+    /* which first bytes the state takes, and which second bytes after one
+     * space (half a BPE vocabulary starts with a space: " the" dies on its
+     * second byte outside strings) */
+    bool first_ok[256], second_ok[256];
+    svc_json_guard after_space = *g;
+    bool space_ok = svc_json_guard_feed(&after_space, " ", 1);
     for (unsigned b = 0; b < 256; b++) {
         svc_json_guard t = *g;
         char c = (char)b;
         first_ok[b] = svc_json_guard_feed(&t, &c, 1);
+        t = after_space;
+        second_ok[b] = space_ok && svc_json_guard_feed(&t, &c, 1);
     }
     int64_t after = jm->left - 1; /* tokens left after this one */
     size_t clen = budget ? svc_json_guard_completion(g, NULL, 0) : 0;
@@ -132,6 +141,8 @@ static size_t mask_pass(json_mode *jm, float *logits, int32_t n_vocab, bool budg
             if (f & TT_EOG) {
                 ok = complete;
             } else if (len == 0 || !first_ok[(unsigned char)s[0]]) {
+                ok = false;
+            } else if (s[0] == ' ' && len > 1 && !second_ok[(unsigned char)s[1]]) {
                 ok = false;
             } else if (plain && (f & TT_PLAIN)) {
                 ok = !budget || (int64_t)clen <= after; /* the completion is unchanged */
@@ -162,9 +173,14 @@ static void json_mode_mask(void *user, float *logits, int32_t n_vocab)
     }
     /* the budget rule on a copy first: if it leaves nothing (a vocabulary
      * without the single-byte tokens the completion needs), do without */
-    g_autofree float *saved = g_memdup2(logits, (gsize)n_vocab * sizeof *logits);
+    if (jm->n_saved != n_vocab) {
+        g_free(jm->saved);
+        jm->saved = g_new(float, n_vocab);
+        jm->n_saved = n_vocab;
+    }
+    memcpy(jm->saved, logits, (gsize)n_vocab * sizeof *logits);
     if (mask_pass(jm, logits, n_vocab, true) == 0) {
-        memcpy(logits, saved, (gsize)n_vocab * sizeof *logits);
+        memcpy(logits, jm->saved, (gsize)n_vocab * sizeof *logits);
         mask_pass(jm, logits, n_vocab, false);
     }
 }
@@ -192,6 +208,7 @@ static void json_mode_free(void *user)
     if (!jm)
         return;
     svc_token_texts_unref(jm->tt);
+    g_free(jm->saved);
     g_free(jm);
 }
 

@@ -221,6 +221,7 @@ struct svc_tool_stream {
     tc_buf region;    /* HOLD: from the first marker on                   */
     tc_buf out;       /* what the last feed returned                      */
     size_t emitted;   /* bytes emitted so far (offsets in messages)       */
+    size_t lead;      /* START: leading whitespace already scanned        */
 };
 
 svc_tool_stream *svc_tool_stream_new(svc_tool_format f)
@@ -325,7 +326,7 @@ const char *svc_tool_stream_feed(svc_tool_stream *s, const char *piece, size_t l
     } else {
         tc_buf_add(&s->pending, piece, len);
         if (s->mode == MODE_START && s->pending.p) {
-            size_t lead = tc_skip_ws(s->pending.p, s->pending.n, 0);
+            size_t lead = s->lead = tc_skip_ws(s->pending.p, s->pending.n, s->lead);
             int m = llama3_start(s->pending.p + lead, s->pending.n - lead);
             if (m == 2) {
                 s->emitted += lead; /* leading whitespace before a call is dropped */

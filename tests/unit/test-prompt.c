@@ -270,6 +270,8 @@ static const tool_case tool_cases[] = {
     {SVC_TOOL_FORMAT_LLAMA3, "{\"type\": \"function\", \"name\": \"f\", \"parameters\": {}}", "",
      1, {"f|{}"}, false},
     {SVC_TOOL_FORMAT_LLAMA3, "{\"answer\": 42}", "{\"answer\": 42}", 0, {NULL}, false},
+    {SVC_TOOL_FORMAT_LLAMA3, "  \n ", "  \n ", 0, {NULL}, false},
+    {SVC_TOOL_FORMAT_LLAMA3, "{\"nam", "{\"nam", 0, {NULL}, false},
     {SVC_TOOL_FORMAT_LLAMA3, "The answer {\"name\": 1}", "The answer {\"name\": 1}", 0, {NULL},
      false},
     {SVC_TOOL_FORMAT_LLAMA3, "<|python_tag|>{\"name\": \"f\", \"parameters\": {}}", "", 1,
