@@ -472,6 +472,8 @@ static void test_chat_demo(const moe_model *model)
     g_autoptr(JsonArray) caps = svc_prompt_capabilities_json(pm);
     CHECK_EQ_INT(json_array_get_length(caps), 1);
     CHECK_EQ_STR(json_array_get_string_element(caps, 0), "completion");
+    g_autofree char *otpl = svc_prompt_ollama_template(pm);
+    CHECK_EQ_STR(otpl, "{{ .Prompt }}");
 
     g_autoptr(JsonArray) msgs = parse_array(
         "[{\"role\":\"system\",\"content\":\"Be brief.\"},"
@@ -736,6 +738,9 @@ static void test_fim(const moe_vocab *qwen, const moe_model *demo)
     for (guint i = 0; i < json_array_get_length(caps); i++)
         insert |= !strcmp(json_array_get_string_element(caps, i), "insert");
     CHECK(insert);
+    g_autofree char *otpl = svc_prompt_ollama_template(pm);
+    CHECK_EQ_STR(otpl, "{{- if .Suffix }}<|fim_prefix|>{{ .Prompt }}<|fim_suffix|>{{ .Suffix }}"
+                       "<|fim_middle|>{{- else }}{{ .Prompt }}{{- end }}");
 
     GArray *t = NULL;
     CHECK(svc_prompt_fim(pm, "def f(x):\n    ", "\n    return y\n", NULL, &t, &error));
