@@ -127,6 +127,10 @@ svc_tool_format svc_tool_format_detect(const char *t)
 {
     if (!t)
         return SVC_TOOL_FORMAT_NONE;
+    /* MiniMax's <invoke name=...> XML (M2, M3) is not read: better no
+     * tools than calls that come back as raw markup */
+    if (strstr(t, "<invoke name="))
+        return SVC_TOOL_FORMAT_NONE;
     /* most specific first: several formats share <tool_call> */
     if (strstr(t, "<seed:tool_call>"))
         return SVC_TOOL_FORMAT_SEED_OSS;

@@ -412,6 +412,10 @@ static void test_tool_detect(const char *data)
         {"fireworks-ai-llama-3-firefunction-v2.jinja", SVC_TOOL_FORMAT_FIREFUNCTION},
         {"CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", SVC_TOOL_FORMAT_COMMAND_R},
         {"google-gemma-2-2b-it.jinja", SVC_TOOL_FORMAT_NONE},
+        {"MiniMax-M3.jinja", SVC_TOOL_FORMAT_NONE}, /* <invoke> XML: not read */
+        {"MiniMax-M2.jinja", SVC_TOOL_FORMAT_NONE},
+        {"NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja", SVC_TOOL_FORMAT_QWEN3_CODER},
+        {"unsloth-mistral-Devstral-Small-2507.jinja", SVC_TOOL_FORMAT_MISTRAL},
     };
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *path = g_build_filename(data, "templates", cases[i].file, NULL);
