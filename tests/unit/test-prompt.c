@@ -426,6 +426,92 @@ static void test_tool_detect(const char *data)
     }
 }
 
+static char *read_template(const char *data, const char *file)
+{
+    g_autofree char *path = g_build_filename(data, "templates", file, NULL);
+    char *src = NULL;
+    if (!g_file_get_contents(path, &src, NULL, NULL))
+        return NULL;
+    return src;
+}
+
+/* What a template writes for an assistant turn with a tool call is what
+ * its model emits: render [user] with the generation prompt and [user,
+ * assistant+tool_calls] without, take the difference as the "reply", and
+ * the parser must read the call back. */
+static void test_tool_roundtrip(const char *data)
+{
+    static const char *const files[] = {
+        "Qwen-Qwen2.5-7B-Instruct.jinja", "Qwen-Qwen3-0.6B.jinja", "Qwen-QwQ-32B.jinja",
+        "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja", "ibm-granite-granite-4.0.jinja",
+        "Qwen3-Coder.jinja", "Qwen3.5-4B.jinja", "ByteDance-Seed-OSS.jinja", "GLM-4.6.jinja",
+        "mistralai-Mistral-Nemo-Instruct-2407.jinja", "unsloth-mistral-Devstral-Small-2507.jinja",
+        "mistralai-Ministral-3-14B-Reasoning-2512.jinja", "meta-llama-Llama-3.2-3B-Instruct.jinja",
+        "moonshotai-Kimi-K2.jinja", "MiniMax-M1.jinja", "unsloth-Apriel-1.5.jinja",
+        "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
+        /* not here: llama.cpp's deepseek-r1 template (tojson of a generator)
+         * and firefunction (needs a `functions` variable) do not render
+         * without their own callers' variables; their formats are covered
+         * by the hand-written cases above */
+    };
+    const char *calls = "[{\"id\":\"abcdefghi\",\"type\":\"function\",\"function\":{\"name\":"
+                        "\"get_weather\",\"arguments\":\"{\\\"city\\\": \\\"Paris\\\"}\"}}]";
+    const char *tools = "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+                        "\"description\":\"Weather\",\"parameters\":{\"type\":\"object\","
+                        "\"properties\":{\"city\":{\"type\":\"string\"}}}}}]";
+    for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
+        g_autofree char *src = read_template(data, files[i]);
+        moe_chat_template *t = NULL;
+        moe_err err = {{0}};
+        CHECK_MSG(src && moe_chat_template_parse(src, strlen(src), &t, &err) == MOE_OK, "%s: %s",
+                  files[i], err.msg);
+        if (!t)
+            continue;
+        moe_chat_msg m[] = {{.role = "user", .content = "Weather in Paris?"},
+                            {.role = "assistant", .content = "", .tool_calls_json = calls}};
+        moe_chat_params p = {.messages = m, .n_messages = 1, .add_generation_prompt = true,
+                             .tools_json = tools, .bos_token = "<s>", .eos_token = "</s>",
+                             .tool_args_as_objects = true};
+        char *head = NULL, *full = NULL;
+        CHECK_MSG(moe_chat_template_render(t, &p, &head, NULL, &err) == MOE_OK, "%s: %s",
+                  files[i], err.msg);
+        p.n_messages = 2;
+        p.add_generation_prompt = false;
+        CHECK_MSG(moe_chat_template_render(t, &p, &full, NULL, &err) == MOE_OK, "%s: %s",
+                  files[i], err.msg);
+        if (head && full) {
+            size_t hn = strlen(head);
+            /* some templates write the generation prompt differently from
+             * the start of a finished turn (e.g. a <think> block): compare
+             * from where they diverge */
+            size_t common = 0;
+            while (head[common] && head[common] == full[common])
+                common++;
+            while (common > 0 && common < hn && full[common - 1] != '\n' && full[common - 1] != '>')
+                common--; /* not into the middle of a tag ("<t" of <think> / <tool_call>) */
+            CHECK_MSG(common + 64 >= hn, "%s: reply does not follow the prompt", files[i]);
+            svc_tool_format f = svc_tool_format_detect(src);
+            svc_tool_parse r;
+            CHECK(svc_tool_parse_text(f, full + common, strlen(full + common), &r));
+            CHECK_MSG(r.n_calls == 1 && !strcmp(r.calls[0].name, "get_weather"),
+                      "%s (%s): %zu calls in '%s' (%s)", files[i], svc_tool_format_name(f),
+                      r.n_calls, full + common, r.problem);
+            if (r.n_calls == 1) {
+                const char *v;
+                size_t vn;
+                CHECK_MSG(svc_json_object_get(r.calls[0].arguments, strlen(r.calls[0].arguments),
+                                              "city", &v, &vn) &&
+                              vn == 7 && !memcmp(v, "\"Paris\"", 7),
+                          "%s: arguments %s", files[i], r.calls[0].arguments);
+            }
+            svc_tool_parse_clear(&r);
+        }
+        free(head);
+        free(full);
+        moe_chat_template_free(t);
+    }
+}
+
 /* ---- chat ---------------------------------------------------------------- */
 
 static JsonArray *parse_array(const char *json)
@@ -442,15 +528,6 @@ static JsonObject *parse_object(const char *json)
     if (!json_parser_load_from_data(p, json, -1, NULL))
         return NULL;
     return json_object_ref(json_node_get_object(json_parser_get_root(p)));
-}
-
-static char *read_template(const char *data, const char *file)
-{
-    g_autofree char *path = g_build_filename(data, "templates", file, NULL);
-    char *src = NULL;
-    if (!g_file_get_contents(path, &src, NULL, NULL))
-        return NULL;
-    return src;
 }
 
 static char *detok_ids(const moe_vocab *v, const int32_t *ids, size_t n)
@@ -1050,6 +1127,7 @@ int main(int argc, char **argv)
     if (!data || argc < 2)
         TEST_DONE();
     test_tool_detect(data);
+    test_tool_roundtrip(data);
 
     g_autofree char *qpath = g_build_filename(data, "vocab", "ggml-vocab-qwen2.gguf", NULL);
     moe_vocab *qwen = tt_open_vocab(qpath);
