@@ -51,6 +51,12 @@ static gboolean call_liveness_tick(gpointer data)
     GSocket *sock = soup_server_message_get_socket(call->msg);
     if (!sock)
         return G_SOURCE_CONTINUE;
+    /* libsoup's sockets are blocking GSockets (its streams read them
+     * without blocking): peek only when there is something to read, else
+     * the peek would hold the main loop until the client speaks. */
+    if (!(g_socket_condition_check(sock, G_IO_IN | G_IO_HUP | G_IO_ERR) &
+          (G_IO_IN | G_IO_HUP | G_IO_ERR)))
+        return G_SOURCE_CONTINUE;
     char byte;
     GInputVector vec = {&byte, 1};
     gint flags = G_SOCKET_MSG_PEEK;
