@@ -34,6 +34,7 @@
 #include <verify.h>
 
 #define MODELS_PATH MG_PREFIX "models/"
+#define MG_MAX_KV_CELLS (1 << 24) /* the planner's largest context */
 
 /* ---- installed models as JSON ------------------------------------------------ */
 
@@ -445,6 +446,15 @@ static void do_load(svc_call *call)
         !mg_member_int(call, o, "parallel", 0, 64, &parallel) ||
         !mg_member_string(call, o, "quant", &quant) || !mg_member_bool(call, o, "force", &force))
         goto out;
+    int32_t def_par = 0, def_ctx = 0;
+    svc_server_model_defaults(srv, &def_par, &def_ctx);
+    gint64 cells = (ctx ? ctx : def_ctx ? def_ctx : 4096) * (parallel ? parallel : def_par);
+    if (cells > MG_MAX_KV_CELLS) {
+        svc_call_reply_error(call, 400, "invalid_request_error", "ctx", "invalid_value",
+                             "ctx x parallel is %" G_GINT64_FORMAT " KV cells; at most %d",
+                             cells, MG_MAX_KV_CELLS);
+        goto out;
+    }
     if (!mg_plan_load(call, name, quant, (int32_t)ctx, (int32_t)parallel, &lp))
         goto out;
     if (!lp.fits && !force) {

@@ -413,13 +413,8 @@ def check_load_unload_delete(svc):
     ml = svc.json("GET", P + "/models")
     t.check([m["loaded"] for m in ml["models"] if m["name"] == "test-org/demo-GGUF"] == [True],
             "the installed model is marked loaded")
-    st, _, body = svc.request("POST", P + "/models/test-org/demo-GGUF/load",
-                              {"ctx": 1 << 24, "parallel": 64})
-    t.eq((st, error_of(body).get("code")), (409, "does_not_fit"),
-         "a context that cannot fit is refused")
-    t.eq(svc.json("GET", P + "/health")["model"]["name"], "test-org/demo-GGUF",
-         "the refused load left the model loaded")
     for body, param in [({"ctx": -1}, "ctx"), ({"parallel": 65}, "parallel"),
+                        ({"ctx": 1 << 20, "parallel": 32}, "ctx"),
                         ({"quant": 4}, "quant"), ({"force": "yes"}, "force")]:
         st, _, resp = svc.request("POST", P + "/models/test-org/demo-GGUF/load", body)
         t.eq((st, error_of(resp).get("param")), (400, param), "load %r refused" % body)
@@ -587,6 +582,31 @@ def check_corrupt_databases(env_base):
             "and none was created")
 
 
+def check_small_machine(env_base):
+    """A machine with 16 MiB of RAM: nothing fits, a load is refused."""
+    small = os.path.join(TMP, "small-machine.json")
+    with open(small, "w") as f:
+        json.dump({"name": "a very small machine", "ram_total": "16 MiB", "cores_logical": 2,
+                   "cores_physical": 1}, f)
+    home = tempfile.mkdtemp(prefix="moedesk-svc-", dir=TMP)
+    with Service(EXE, model=DEMO, home=home, env=dict(env_base, MOEDESK_MACHINE=small)) as svc:
+        doc = svc.json("GET", P + "/catalog")
+        t.eq(doc["machine"]["name"], "a very small machine", "catalog on the small machine")
+        verdicts = {v["verdict_key"] for m in doc["models"] for v in m["variants"]}
+        t.eq(verdicts, {"wont_fit"}, "nothing fits 16 MiB")
+        st, _, body = svc.request("POST", P + "/models/moedesk-demo-random/load", {"ctx": 1024})
+        e = error_of(body)
+        t.eq((st, e.get("code")), (409, "does_not_fit"), "a load that cannot fit is refused")
+        t.check("16" in e.get("message", "") or "MiB" in e.get("message", "") or
+                "GiB" in e.get("message", ""), "the refusal says what it needs: %r"
+                % e.get("message"))
+        t.eq(svc.json("GET", P + "/health")["model"]["n_ctx_per_seq"], 4096,
+             "the refused load left the model as it was")
+        doc = svc.json("POST", P + "/models/moedesk-demo-random/load", {"ctx": 1024, "force": True})
+        t.eq((doc["loaded"]["n_ctx_per_seq"], doc["plan"]["fits"]), (1024, False),
+             "force loads it anyway, and says it does not fit")
+
+
 def check_stop_during_download(env_base):
     home = tempfile.mkdtemp(prefix="moedesk-svc-", dir=TMP)
     control("reset")
@@ -635,6 +655,7 @@ def main():
             check_usage(svc, db, usage_env(data, config))
         t.eq(svc.proc.returncode, 0, "clean exit")
         check_corrupt_databases(env_base)
+        check_small_machine(env_base)
         check_stop_during_download(env_base)
         errs = "".join(svc.stderr_lines)
         t.check("Sanitizer" not in errs and "runtime error" not in errs, "no sanitizer reports")
