@@ -358,6 +358,8 @@ static void mg_on_stop(svc_server *srv, gpointer data)
     /* Cancelled downloads close their part files within a few main-loop
      * turns; the wait is bounded so a stuck disk cannot hold up the stop. */
     mg_jobs_stop(mg, 5000);
+    /* A report over millions of rows takes a second or two. */
+    mg_usage_wait(30000);
 }
 
 void svc_manage_register(svc_server *srv)

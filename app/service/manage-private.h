@@ -176,6 +176,9 @@ void mg_models_register(svc_server *srv);    /* manage-models.c    */
 void mg_downloads_register(svc_server *srv); /* manage-downloads.c */
 void mg_imports_register(svc_server *srv);   /* manage-import.c    */
 void mg_usage_register(svc_server *srv);     /* manage-usage.c     */
+/* Waits (iterating the main context, at most `wait_ms`) until no worker
+ * thread reads the usage store: the server closes it after stopping. */
+void mg_usage_wait(gint64 wait_ms);
 
 /* manage-models.c: is `name` being downloaded or imported (delete and
  * verify must wait)? */

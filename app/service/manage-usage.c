@@ -31,6 +31,10 @@
 #define MG_REQUESTS_DEFAULT 50
 #define MG_REQUESTS_MAX 1000
 
+/* Worker threads reading the server's store; the stop hook waits for them
+ * before the server closes the store under them. */
+static gint workers_running;
+
 typedef struct usage_job {
     usage_store *store;       /* the server's, or NULL: open the default  */
     char *week;               /* NULL: the last complete week             */
@@ -118,6 +122,7 @@ static void report_thread(GTask *task, gpointer source, gpointer data, GCancella
         usage_store_close(store, NULL);
     g_free(settings_path);
     g_free(dir);
+    g_atomic_int_dec_and_test(&workers_running);
     if (text)
         g_task_return_pointer(task, text, g_free);
     else
@@ -172,6 +177,7 @@ static void run_usage_task(svc_call *call, usage_job *u, GTaskThreadFunc fn, GAs
     u->store = svc_server_usage(svc_call_server(call));
     GTask *task = g_task_new(NULL, NULL, done, svc_call_ref(call));
     g_task_set_task_data(task, u, usage_job_free);
+    g_atomic_int_inc(&workers_running);
     g_task_run_in_thread(task, fn);
     g_object_unref(task);
 }
@@ -264,6 +270,7 @@ static void requests_thread(GTask *task, gpointer source, gpointer data, GCancel
     json_builder_end_object(b);
     if (own)
         usage_store_close(store, NULL);
+    g_atomic_int_dec_and_test(&workers_running);
     if (ok)
         g_task_return_pointer(task, json_builder_get_root(b), (GDestroyNotify)json_node_unref);
     else
@@ -294,6 +301,15 @@ static void route_requests(svc_call *call)
     usage_job *u = g_new0(usage_job, 1);
     u->limit = (guint)limit;
     run_usage_task(call, u, requests_thread, on_requests);
+}
+
+void mg_usage_wait(gint64 wait_ms)
+{
+    gint64 deadline = g_get_monotonic_time() + wait_ms * 1000;
+    GMainContext *ctx = g_main_context_default();
+    while (g_atomic_int_get(&workers_running) > 0 && g_get_monotonic_time() < deadline)
+        if (!g_main_context_iteration(ctx, FALSE))
+            g_usleep(2000);
 }
 
 void mg_usage_register(svc_server *srv)
