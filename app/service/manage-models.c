@@ -7,7 +7,7 @@
  *   POST   /moedesk/v1/models/{name}/verify[?wait=1]
  *   POST   /moedesk/v1/models/{name}/load   {"ctx", "parallel", "quant", "force"}
  *   POST   /moedesk/v1/unload
- *   GET    /moedesk/v1/verifications[/{id}[/events]]
+ *   GET    /moedesk/v1/verifications[/{id}[/events]], DELETE .../{id}
  *
  * Names in paths are `NAME` or `ORG/NAME` and pass moe_library_check_name
  * before anything becomes a path (libsoup already refuses encoded dot
@@ -257,6 +257,7 @@ typedef struct mg_verify {
     MoeManifest *manifest;
     GCancellable *cancel;
     gboolean in_flight;
+    gboolean forget;    /* DELETE: forget once it has stopped */
     guint64 done, total;
     guint n_done, n_files;
     GPtrArray *results; /* MoeVerifyResult*, when done */
@@ -379,6 +380,8 @@ static void on_verified(GObject *source, GAsyncResult *res, gpointer data)
             mg_job_set_state(job, MG_STATE_COMPLETED);
         }
     }
+    if (job->mg && v->forget)
+        mg_job_forget(job);
     g_clear_error(&e);
     mg_job_unref(job);
 }
@@ -426,6 +429,24 @@ static void route_verifications_list(svc_call *call)
 static void route_verifications_get(svc_call *call)
 {
     mg_jobs_route_get(call, MG_JOB_VERIFY);
+}
+
+/* DELETE /moedesk/v1/verifications/{id}: cancels a running verification
+ * (answering once it has stopped) and forgets it. */
+static void route_verifications_delete(svc_call *call)
+{
+    mg_job *job = mg_jobs_from_path(call, MG_JOB_VERIFY, NULL);
+    if (!job)
+        return;
+    mg_verify *v = job->data;
+    if (v->in_flight) {
+        g_cancellable_cancel(v->cancel);
+        mg_job_wait(job, call);
+        v->forget = TRUE;
+        return;
+    }
+    svc_call_reply_json(call, 200, mg_job_to_json(job));
+    mg_job_forget(job);
 }
 
 /* ---- load / unload --------------------------------------------------------------- */
@@ -529,4 +550,6 @@ void mg_models_register(svc_server *srv)
                          route_verifications_list);
     svc_server_add_route(srv, "GET", MG_PREFIX "verifications/", SVC_ROUTE_PREFIX,
                          SVC_STYLE_OPENAI, route_verifications_get);
+    svc_server_add_route(srv, "DELETE", MG_PREFIX "verifications/", SVC_ROUTE_PREFIX,
+                         SVC_STYLE_OPENAI, route_verifications_delete);
 }

@@ -397,6 +397,10 @@ def check_models_and_verify(svc):
         f.write(b)
     lst = svc.json("GET", P + "/verifications")["verifications"]
     t.eq(len(lst), 2, "both verifications listed")
+    doc = svc.json("DELETE", "%s/verifications/%s" % (P, job["id"]))
+    t.eq(doc["state"], "failed", "a finished verification is forgotten as it was")
+    st, _, _ = svc.request("GET", "%s/verifications/%s" % (P, job["id"]))
+    t.eq(st, 404, "and is gone")
     st, _, _ = svc.request("POST", P + "/models/test-org/none/verify")
     t.eq(st, 404, "verify a model that is not installed")
     st, _, _ = svc.request("POST", P + "/models/test-org/demo-GGUF/frobnicate", body=b"{}")
