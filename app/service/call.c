@@ -302,14 +302,25 @@ void svc_call_reply_json(svc_call *call, guint status, JsonNode *node)
     g_free(s);
 }
 
-static JsonNode *error_node(svc_err_style style, const char *type, const char *param,
-                            const char *code, const char *message)
+static JsonNode *error_node(svc_err_style style, guint status, const char *type,
+                            const char *param, const char *code, const char *message)
 {
     JsonBuilder *b = json_builder_new();
     json_builder_begin_object(b);
     if (style == SVC_STYLE_OLLAMA) {
         json_builder_set_member_name(b, "error");
         json_builder_add_string_value(b, message);
+    } else if (style == SVC_STYLE_LLAMACPP) {
+        /* llama.cpp's server: the HTTP status again as "code". */
+        json_builder_set_member_name(b, "error");
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "code");
+        json_builder_add_int_value(b, status);
+        json_builder_set_member_name(b, "message");
+        json_builder_add_string_value(b, message);
+        json_builder_set_member_name(b, "type");
+        json_builder_add_string_value(b, type);
+        json_builder_end_object(b);
     } else if (style == SVC_STYLE_ANTHROPIC) {
         json_builder_set_member_name(b, "type");
         json_builder_add_string_value(b, "error");
@@ -355,7 +366,7 @@ void svc_call_reply_error(svc_call *call, guint status, const char *type, const 
     if (!call->error_kind || !strcmp(call->error_kind, "client_disconnected"))
         set_str(&call->error_kind, code ? code : type);
     svc_err_style style = call->route ? call->route->style : SVC_STYLE_OPENAI;
-    JsonNode *n = error_node(style, type, param, code, message);
+    JsonNode *n = error_node(style, status, type, param, code, message);
     if (call->streaming) {
         /* Headers are out: the error goes into the stream as its last event. */
         if (style == SVC_STYLE_ANTHROPIC)
