@@ -44,9 +44,16 @@ GPtrArray *svc_api_list_models(svc_server *srv);
  * module. FALSE: serve it locally. */
 gboolean svc_api_try_upstream(svc_call *call, const svc_request *req, svc_api api);
 
+/* Which fill-in-the-middle tokens the model lacks, for error messages:
+ * "prefix (<|fim_prefix|>), suffix and middle tokens" style text naming
+ * the tokens /infill and suffix requests need. New string. */
+char *svc_api_fim_missing(const svc_prompt_model *pm);
+
 /* Endpoint families, called by svc_register_all (routes.c). */
 void svc_openai_register(svc_server *srv);
 void svc_anthropic_register(svc_server *srv);
+void svc_ollama_register(svc_server *srv);   /* api-ollama.c: /api/...          */
+void svc_llamacpp_register(svc_server *srv); /* api-llamacpp.c: /completion ... */
 
 G_END_DECLS
 
