@@ -65,6 +65,7 @@ int cli_cmd_verify(int argc, char **argv); /* cmd-verify.c */
 int cli_cmd_list(int argc, char **argv);   /* cmd-list.c   */
 int cli_cmd_rm(int argc, char **argv);     /* cmd-list.c   */
 int cli_cmd_import(int argc, char **argv); /* cmd-import.c */
+int cli_cmd_keys(int argc, char **argv);   /* cmd-keys.c   */
 #endif
 
 /* Generation shared by chat and run (generate.c). */

@@ -24,6 +24,7 @@ static const cli_command commands[] = {
     {"version", "print the version", cli_cmd_version},
 #ifdef MOEDESK_HAVE_LIBRARY
     {"import", "convert a Hugging Face checkpoint folder into GGUF", cli_cmd_import},
+    {"keys", "create, list and revoke the service's API keys", cli_cmd_keys},
     {"pull", "download a model (resumable, verified)", cli_cmd_pull},
     {"verify", "re-check an installed model's files", cli_cmd_verify},
     {"list", "list installed models", cli_cmd_list},

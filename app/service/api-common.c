@@ -5,6 +5,8 @@
  */
 #include "api.h"
 
+#include <glib/gstdio.h>
+#include <library.h>
 #include <manifest.h>
 #include <string.h>
 
@@ -37,11 +39,11 @@ gboolean svc_api_prompt_tokens(svc_prompt_model *pm, const svc_request *req, GAr
     const char *text = req->prompt ? req->prompt : "";
     if (req->system && *req->system && !req->raw) {
         char *joined = g_strconcat(req->system, "\n\n", text, NULL);
-        gboolean ok = svc_prompt_tokenize(pm, joined, TRUE, tokens, error);
+        gboolean ok = svc_prompt_tokenize(pm, joined, -1, TRUE, tokens, error);
         g_free(joined);
         return ok;
     }
-    return svc_prompt_tokenize(pm, text, TRUE, tokens, error);
+    return svc_prompt_tokenize(pm, text, -1, TRUE, tokens, error);
 }
 
 static void model_info_free(gpointer p)
@@ -112,14 +114,4 @@ GPtrArray *svc_api_list_models(svc_server *srv)
     if (installed)
         g_ptr_array_unref(installed);
     return out;
-}
-
-gboolean svc_api_try_upstream(svc_call *call, const svc_request *req, svc_api api)
-{
-    /* Upstreams are wired in upstream routing (api-upstream.c) once
-     * configured; with none configured every request is served locally. */
-    (void)call;
-    (void)req;
-    (void)api;
-    return FALSE;
 }

@@ -360,6 +360,17 @@ static void generate(svc_call *call, svc_api api)
         return;
     GError *e = NULL;
     svc_model *m = svc_server_acquire_model(svc_call_server(call), req->model, &e);
+    if (!m && g_error_matches(e, SVC_ERROR, SVC_ERROR_MODEL_LOAD) &&
+        svc_api_fallback(call, req, api)) {
+        g_error_free(e);
+        svc_request_free(req);
+        return;
+    }
+    if (m && svc_api_local_queue_full(m) && svc_api_fallback(call, req, api)) {
+        svc_model_unref(m);
+        svc_request_free(req);
+        return;
+    }
     if (!m) {
         svc_call_reply_gerror(call, e);
         g_error_free(e);

@@ -43,6 +43,11 @@ GPtrArray *svc_api_list_models(svc_server *srv);
  * call there and returns TRUE: the call is then answered by the upstream
  * module. FALSE: serve it locally. */
 gboolean svc_api_try_upstream(svc_call *call, const svc_request *req, svc_api api);
+/* The fallback upstream takes the call (local queue full, model cannot
+ * load): TRUE when one is configured and the call went there. */
+gboolean svc_api_fallback(svc_call *call, const svc_request *req, svc_api api);
+/* The model's scheduler has no room in its queue. */
+gboolean svc_api_local_queue_full(svc_model *m);
 
 /* Which fill-in-the-middle tokens the model lacks, for error messages:
  * "prefix (<|fim_prefix|>), suffix and middle tokens" style text naming

@@ -100,13 +100,10 @@ static void job_on_done(svc_gen *gen, const svc_gen_result *r, void *user)
         svc_tool_stream_finish(job->tool_stream, &job->tools);
         /* Text held back as possible markup that turned out not to be a
          * call is content after all. */
-        if (job->tools.content && job->tools.content_len > job->text->len &&
-            !strncmp(job->tools.content, job->text->str, job->text->len)) {
-            const char *rest = job->tools.content + job->text->len;
-            size_t n = job->tools.content_len - job->text->len;
-            g_string_append_len(job->text, rest, (gssize)n);
+        if (job->tools.content && job->tools.content_len > 0) {
+            g_string_append_len(job->text, job->tools.content, (gssize)job->tools.content_len);
             if (job->ev.on_delta)
-                job->ev.on_delta(job, rest, n, -1, NULL, 0);
+                job->ev.on_delta(job, job->tools.content, job->tools.content_len, -1, NULL, 0);
         }
     }
     svc_call_set_gen_result(job->call, r);
@@ -164,8 +161,8 @@ svc_job *svc_job_start(svc_call *call, svc_model *model, svc_request *req, GArra
     svc_gen_constraint constraint;
     if (req->response_format != SVC_RESPONSE_TEXT) {
         GError *e = NULL;
-        if (!svc_prompt_json_constraint(svc_prompt_for_model(model, NULL), TRUE, &constraint,
-                                        &e)) {
+        svc_prompt_model *pm = svc_prompt_for_model(model, &e);
+        if (!pm || !svc_prompt_json_constraint(pm, req->max_tokens, &constraint, &e)) {
             svc_call_reply_error(call, 400, "invalid_request_error", "response_format",
                                  "unsupported", "%s", e ? e->message : "JSON mode unavailable");
             g_clear_error(&e);
@@ -180,9 +177,9 @@ svc_job *svc_job_start(svc_call *call, svc_model *model, svc_request *req, GArra
         !g_strcmp0(json_node_get_string(req->tool_choice), "none"))
         want_tools = FALSE;
     if (want_tools) {
-        svc_tool_format f = svc_tool_format_detect(moe_model_chat_template(model->model));
-        if (f != SVC_TOOL_FORMAT_NONE)
-            job->tool_stream = svc_tool_stream_new(f);
+        svc_prompt_model *pm = svc_prompt_for_model(model, NULL);
+        if (pm && pm->tool_format != SVC_TOOL_FORMAT_NONE)
+            job->tool_stream = svc_tool_stream_new(pm->tool_format);
     }
 
     svc_gen_events gev = {job_on_text, job_on_done, job};

@@ -483,6 +483,21 @@ svc_server *svc_server_new(const svc_server_options *o, GError **error)
     srv->idle_unload_s = o->idle_unload_s;
     srv->allowed_hosts = g_strdupv((char **)o->allowed_hosts);
     srv->cors_origins = g_strdupv((char **)o->cors_origins);
+    if (!o->keep_data_local && o->n_upstreams) {
+        srv->upstreams = g_new0(svc_upstream, o->n_upstreams);
+        srv->n_upstreams = o->n_upstreams;
+        for (size_t i = 0; i < o->n_upstreams; i++) {
+            const svc_upstream *u = &o->upstreams[i];
+            svc_upstream *c = &srv->upstreams[i];
+            *c = *u;
+            c->name = g_strdup(u->name);
+            c->base_url = g_strdup(u->base_url);
+            c->api_key = g_strdup(u->api_key);
+            c->models = g_strdupv(u->models);
+            c->fallback_model = g_strdup(u->fallback_model);
+        }
+    }
+    srv->up_client = svc_upstream_client_new(NULL);
     srv->routes = g_ptr_array_new_with_free_func(route_free);
     srv->calls = g_hash_table_new(g_direct_hash, g_direct_equal);
     srv->soup = soup_server_new("server-header", "moedesk/" MOEDESK_VERSION " ", NULL);
@@ -600,6 +615,10 @@ void svc_server_free(svc_server *srv)
         }
     }
     g_ptr_array_unref(srv->routes);
+    for (size_t i = 0; i < srv->n_upstreams; i++)
+        svc_upstream_clear(&srv->upstreams[i]);
+    g_free(srv->upstreams);
+    svc_upstream_client_free(srv->up_client);
     g_free(srv->host);
     g_free(srv->model_path);
     g_free(srv->model_name);

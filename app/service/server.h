@@ -6,6 +6,7 @@
 #define MOEDESK_SERVER_H
 
 #include "svc.h"
+#include "upstream.h"
 
 G_BEGIN_DECLS
 
@@ -28,6 +29,9 @@ typedef struct svc_server_options {
     gint64      idle_unload_s;  /* 0: never                                      */
     const char *const *allowed_hosts; /* NULL-terminated extra Host names         */
     const char *const *cors_origins;  /* NULL-terminated allowed Origins          */
+    const svc_upstream *upstreams;    /* copied; n_upstreams entries                */
+    size_t      n_upstreams;
+    gboolean    keep_data_local;      /* data_sensitivity "high": never forward   */
 } svc_server_options;
 
 void svc_server_options_init(svc_server_options *o);

@@ -37,6 +37,9 @@ struct svc_server {
     svc_model *current;      /* the loaded model (one reference)            */
     gint64 started_us;
     gboolean stopping;
+    svc_upstream *upstreams;   /* deep copies                                  */
+    size_t n_upstreams;
+    svc_upstream_client *up_client;
     guint idle_source;
 };
 

@@ -1,0 +1,296 @@
+/*
+ * bench-scheduler.c — what continuous batching buys on this machine: the
+ * service's scheduler (app/service/scheduler.h) over a model file, driven
+ * through its public API exactly as the HTTP layer drives it.
+ *
+ *   1. Concurrency 1, 4 and 16: that many requests (random prompts, no
+ *      shared prefix, greedy, a fixed number of tokens each) submitted at
+ *      once into as many slots; aggregate generated tokens per second of
+ *      wall time, time to first token (mean and worst), and the per-request
+ *      decode rate the scheduler reports.
+ *   2. A multi-turn chat: turn N+1 re-sends turns 1..N plus a new user
+ *      message. Once with one scheduler (the slot keeps the conversation's
+ *      cells: only the new message is evaluated) and once cold (a fresh
+ *      scheduler per turn, same prompts): time to first token and total
+ *      time per turn, and the speed-up.
+ *
+ * Built with the tests so it never rots; not run by `meson test` (numbers
+ * go to docs/benchmarks.md with the command that made them).
+ *
+ * usage: bench-scheduler MODEL [-t THREADS] [-p PROMPT] [-n TOKENS]
+ *                              [-r ROUNDS] [--turns N] [--kv f16|q8_0]
+ */
+#include "scheduler.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static GMainContext *mctx;
+static const moe_model *model;
+static int n_threads = 2, n_prompt = 128, n_gen = 64, n_rounds = 3, n_turns = 6;
+static moe_type kv_type = MOE_TYPE_F16;
+
+typedef struct req {
+    svc_gen *gen;
+    bool     done;
+    bool     failed;
+    int64_t  ttft_us, total_us, n_completion, n_cached;
+    double   decode_tps;
+    GArray  *tokens; /* may be NULL */
+} req;
+
+static int n_done;
+
+static void on_text(svc_gen *g, const char *t, size_t len, int32_t tok,
+                    const moe_token_prob *p, size_t np, void *user)
+{
+    (void)g, (void)t, (void)len, (void)p, (void)np;
+    req *r = user;
+    if (r->tokens)
+        g_array_append_val(r->tokens, tok);
+}
+
+static void on_done(svc_gen *g, const svc_gen_result *res, void *user)
+{
+    (void)g;
+    req *r = user;
+    r->done = true;
+    r->failed = res->error != NULL;
+    if (res->error)
+        fprintf(stderr, "request failed: %s\n", res->error->message);
+    r->ttft_us = res->ttft_us;
+    r->total_us = res->total_us;
+    r->n_completion = res->n_completion;
+    r->n_cached = res->n_cached;
+    r->decode_tps = res->decode_tps;
+    n_done++;
+}
+
+static void wait_all(int want)
+{
+    while (n_done < want)
+        g_main_context_iteration(mctx, TRUE);
+}
+
+static svc_sched *new_sched(int n_parallel, int n_ctx)
+{
+    svc_sched_params p;
+    svc_sched_params_init(&p);
+    p.n_parallel = n_parallel;
+    p.n_ctx_per_seq = n_ctx;
+    p.n_threads = n_threads;
+    p.kv_type = kv_type;
+    p.main_context = mctx;
+    GError *e = NULL;
+    svc_sched *s = svc_sched_new(model, &p, &e);
+    if (!s) {
+        fprintf(stderr, "bench-scheduler: %s\n", e->message);
+        exit(1);
+    }
+    return s;
+}
+
+static void submit(svc_sched *s, req *r, const int32_t *prompt, size_t n, int max_tokens)
+{
+    svc_gen_params gp;
+    svc_gen_params_init(&gp);
+    gp.prompt = prompt;
+    gp.n_prompt = n;
+    gp.max_tokens = max_tokens;
+    gp.ignore_eog = true;
+    svc_gen_events ev = {on_text, on_done, r};
+    GError *e = NULL;
+    r->gen = svc_sched_submit(s, &gp, &ev, &e);
+    if (!r->gen) {
+        fprintf(stderr, "bench-scheduler: submit: %s\n", e->message);
+        exit(1);
+    }
+}
+
+/* Random ids in [0, n_vocab), the same for the same seed. */
+static void random_tokens(int32_t *out, int n, uint32_t seed)
+{
+    int32_t n_vocab = moe_model_n_vocab(model);
+    uint32_t x = seed * 2654435761u + 1;
+    for (int i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        out[i] = (int32_t)(x % (uint32_t)n_vocab);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void bench_concurrency(int c)
+{
+    double agg[16], ttft_mean[16], ttft_max[16], tps[16];
+    svc_sched *s = new_sched(c, n_prompt + n_gen + 8);
+    int32_t *prompts = g_new(int32_t, (size_t)c * n_prompt);
+    req *rs = g_new0(req, c);
+    /* warm-up: pages the weights in */
+    random_tokens(prompts, n_prompt, 999);
+    n_done = 0;
+    submit(s, &rs[0], prompts, (size_t)n_prompt, 8);
+    wait_all(1);
+    svc_gen_unref(rs[0].gen);
+    for (int round = 0; round < n_rounds; round++) {
+        for (int i = 0; i < c; i++)
+            random_tokens(prompts + (size_t)i * n_prompt, n_prompt,
+                          (uint32_t)(1000 * round + i + 1));
+        memset(rs, 0, sizeof(req) * (size_t)c);
+        n_done = 0;
+        int64_t t0 = g_get_monotonic_time();
+        for (int i = 0; i < c; i++)
+            submit(s, &rs[i], prompts + (size_t)i * n_prompt, (size_t)n_prompt, n_gen);
+        wait_all(c);
+        int64_t t1 = g_get_monotonic_time();
+        int64_t tokens = 0;
+        double tsum = 0, tmax = 0, rate = 0;
+        for (int i = 0; i < c; i++) {
+            tokens += rs[i].n_completion;
+            tsum += (double)rs[i].ttft_us;
+            tmax = MAX(tmax, (double)rs[i].ttft_us);
+            rate += rs[i].decode_tps;
+            svc_gen_unref(rs[i].gen);
+        }
+        agg[round] = (double)tokens * 1e6 / (double)(t1 - t0);
+        ttft_mean[round] = tsum / c / 1000.0;
+        ttft_max[round] = tmax / 1000.0;
+        tps[round] = rate / c;
+    }
+    svc_sched_stats st;
+    svc_sched_get_stats(s, &st);
+    printf("| %2d | %7.1f | %8.1f | %8.1f | %6.1f | %7.1f |\n", c, median(agg, n_rounds),
+           median(ttft_mean, n_rounds), median(ttft_max, n_rounds), median(tps, n_rounds),
+           median(tps, n_rounds) * c);
+    fflush(stdout);
+    g_free(prompts);
+    g_free(rs);
+    svc_sched_free(s);
+}
+
+/* One chat: turn k's prompt is the system prompt, then for every earlier
+ * turn its user message and the answer, then turn k's message. */
+static void bench_multiturn(void)
+{
+    const int n_sys = n_prompt, n_user = 32;
+    int n_ctx = n_sys + n_turns * (n_user + n_gen) + 8;
+    GArray *conv = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    g_array_set_size(conv, (guint)n_sys);
+    random_tokens((int32_t *)conv->data, n_sys, 7);
+    GPtrArray *prompts = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+    double warm_ttft[64], warm_total[64], cold_ttft[64], cold_total[64];
+    int64_t cached[64];
+
+    svc_sched *s = new_sched(1, n_ctx);
+    for (int t = 0; t < n_turns; t++) {
+        int32_t user[64];
+        random_tokens(user, n_user, (uint32_t)(100 + t));
+        g_array_append_vals(conv, user, (guint)n_user);
+        GArray *p = g_array_copy(conv);
+        g_ptr_array_add(prompts, p);
+        req r = {0};
+        r.tokens = g_array_new(FALSE, FALSE, sizeof(int32_t));
+        n_done = 0;
+        submit(s, &r, (const int32_t *)p->data, p->len, n_gen);
+        wait_all(1);
+        warm_ttft[t] = (double)r.ttft_us / 1000.0;
+        warm_total[t] = (double)r.total_us / 1000.0;
+        cached[t] = r.n_cached;
+        g_array_append_vals(conv, r.tokens->data, r.tokens->len);
+        g_array_unref(r.tokens);
+        svc_gen_unref(r.gen);
+    }
+    svc_sched_free(s);
+    for (int t = 0; t < n_turns; t++) {
+        GArray *p = g_ptr_array_index(prompts, t);
+        s = new_sched(1, n_ctx);
+        req r = {0};
+        n_done = 0;
+        submit(s, &r, (const int32_t *)p->data, p->len, n_gen);
+        wait_all(1);
+        cold_ttft[t] = (double)r.ttft_us / 1000.0;
+        cold_total[t] = (double)r.total_us / 1000.0;
+        svc_gen_unref(r.gen);
+        svc_sched_free(s);
+    }
+    double sw = 0, sc = 0;
+    printf("\n| turn | prompt | cached | TTFT warm ms | TTFT cold ms | total warm ms | total cold ms |\n"
+           "|---|---|---|---|---|---|---|\n");
+    for (int t = 0; t < n_turns; t++) {
+        GArray *p = g_ptr_array_index(prompts, t);
+        printf("| %d | %u | %lld | %.1f | %.1f | %.1f | %.1f |\n", t + 1, p->len,
+               (long long)cached[t], warm_ttft[t], cold_ttft[t], warm_total[t], cold_total[t]);
+        sw += warm_total[t];
+        sc += cold_total[t];
+    }
+    printf("\nchat of %d turns: %.0f ms with prefix reuse, %.0f ms cold: %.2fx; last turn's "
+           "TTFT %.2fx\n", n_turns, sw, sc, sc / sw,
+           cold_ttft[n_turns - 1] / warm_ttft[n_turns - 1]);
+    g_ptr_array_unref(prompts);
+    g_array_unref(conv);
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-t") && v)
+            n_threads = atoi(argv[++i]);
+        else if (!strcmp(a, "-p") && v)
+            n_prompt = atoi(argv[++i]);
+        else if (!strcmp(a, "-n") && v)
+            n_gen = atoi(argv[++i]);
+        else if (!strcmp(a, "-r") && v)
+            n_rounds = atoi(argv[++i]);
+        else if (!strcmp(a, "--turns") && v)
+            n_turns = atoi(argv[++i]);
+        else if (!strcmp(a, "--kv") && v)
+            kv_type = !strcmp(argv[++i], "q8_0") ? MOE_TYPE_Q8_0 : MOE_TYPE_F16;
+        else if (a[0] != '-' && !path)
+            path = a;
+        else {
+            path = NULL;
+            break;
+        }
+    }
+    if (!path || n_threads < 1 || n_prompt < 1 || n_gen < 2 || n_rounds < 1 || n_rounds > 16 ||
+        n_turns < 1 || n_turns > 64) {
+        fprintf(stderr, "usage: bench-scheduler MODEL [-t THREADS] [-p PROMPT] [-n TOKENS] "
+                        "[-r ROUNDS<=16] [--turns N<=64] [--kv f16|q8_0]\n");
+        return 2;
+    }
+    moe_err err = {{0}};
+    moe_model *m = NULL;
+    if (moe_model_load(path, NULL, &m, &err) != MOE_OK) {
+        fprintf(stderr, "%s: %s\n", path, err.msg);
+        return 1;
+    }
+    model = m;
+    mctx = g_main_context_new();
+    printf("model %s (%s), %d threads, prompt %d, %d tokens each, median of %d rounds\n\n",
+           path, moe_model_name(m), n_threads, n_prompt, n_gen, n_rounds);
+    printf("| conc. | aggregate tok/s | TTFT mean ms | TTFT max ms | decode tok/s per request | "
+           "decode tok/s x conc. |\n|---|---|---|---|---|---|\n");
+    bench_concurrency(1);
+    bench_concurrency(4);
+    bench_concurrency(16);
+    bench_multiturn();
+    g_main_context_unref(mctx);
+    moe_model_free(m);
+    return 0;
+}
