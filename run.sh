@@ -11,7 +11,8 @@ cd "$(dirname "$0")"
 
 if [ "$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi
 need=()
-for p in build-essential pkg-config meson ninja-build libglib2.0-dev python3; do
+for p in build-essential pkg-config meson ninja-build libglib2.0-dev libjson-glib-dev \
+         libsoup-3.0-dev libsqlite3-dev glib-networking python3; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -47,4 +48,29 @@ if [ -z "$model" ]; then
 fi
 build/app/moedesk-cli inspect "$model"
 echo
-exec build/app/moedesk-cli chat --model "$model" "$@"
+
+# Start the service (OpenAI/Ollama/llama.cpp-compatible REST port for editor
+# plugins, usage log for the weekly report) on its default port 11435, or
+# any free port when that one is taken; stop it when the chat ends.
+logdir=$(mktemp -d)
+start_service() {
+  build/app/service/moedesk-service --model "$model" "$@" >"$logdir/out" 2>"$logdir/err" &
+  pid=$!
+  for _ in $(seq 1 600); do
+    grep -q 'listening on' "$logdir/out" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+if ! start_service && ! start_service --port 0; then
+  echo "run.sh: the service did not start:" >&2
+  cat "$logdir/err" >&2
+  exit 1
+fi
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$logdir"' EXIT
+url=$(sed -n 's/.*listening on //p' "$logdir/out" | head -n 1)
+echo "MoeDesk service: $url  (OpenAI: $url/v1  Ollama: $url  llama.cpp: $url/completion)"
+echo "Editor plugins can use it while you chat; usage is logged for 'moedesk-cli report weekly'."
+echo
+build/app/moedesk-cli chat --service "$url" --model "$model" "$@"

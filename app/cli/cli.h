@@ -26,6 +26,18 @@ typedef struct cli_command {
 int cli_cmd_version(int argc, char **argv);
 int cli_cmd_eval(int argc, char **argv);
 int cli_cmd_chat(int argc, char **argv);
+
+/* `chat --service URL`: the conversation goes to a running moedesk-service
+ * (chat-remote.c; needs libsoup, so only with the model library). */
+typedef struct cli_remote_opts {
+    const char *service;   /* base URL, e.g. http://127.0.0.1:11435        */
+    const char *model;     /* the name the service knows the model by       */
+    const char *system;
+    double temperature, top_p;
+    gint64 seed;           /* < 0: the service picks                        */
+    int max_tokens;
+} cli_remote_opts;
+int cli_chat_remote(const cli_remote_opts *o);
 int cli_cmd_run(int argc, char **argv);
 int cli_cmd_bench(int argc, char **argv);
 

@@ -120,7 +120,9 @@ int cli_cmd_chat(int argc, char **argv)
     gint top_k = 40, max_tokens = 512;
     gint64 seed = -1;
     g_autofree char *system = NULL;
+    g_autofree char *service = NULL;
     GOptionEntry entries[] = {
+        {"service", 0, 0, G_OPTION_ARG_STRING, &service, "Chat through a running moedesk-service at URL (--model is then the service's model name)", "URL"},
         {"temp", 0, 0, G_OPTION_ARG_DOUBLE, &temp, "Sampling temperature, 0 = greedy (default 0.7)", "T"},
         {"top-k", 0, 0, G_OPTION_ARG_INT, &top_k, "Top-k (default 40)", "K"},
         {"top-p", 0, 0, G_OPTION_ARG_DOUBLE, &top_p, "Top-p (default 0.9)", "P"},
@@ -143,6 +145,25 @@ int cli_cmd_chat(int argc, char **argv)
         fprintf(stderr, "moedesk-cli chat: -n must be positive\n");
         cli_engine_opts_clear(&eo);
         return 2;
+    }
+
+    if (service) {
+#ifdef MOEDESK_HAVE_LIBRARY
+        g_autofree char *name = NULL;
+        if (eo.model) { /* a file path names the model by its stem, as the service does */
+            name = g_path_get_basename(eo.model);
+            if (g_str_has_suffix(name, ".gguf"))
+                name[strlen(name) - 5] = '\0';
+        }
+        cli_remote_opts ro = {service, name, system, temp, top_p, seed, max_tokens};
+        int rrc = cli_chat_remote(&ro);
+        cli_engine_opts_clear(&eo);
+        return rrc;
+#else
+        fprintf(stderr, "moedesk-cli chat: --service needs a build with libsoup\n");
+        cli_engine_opts_clear(&eo);
+        return 2;
+#endif
     }
 
     chat_state s = {0};

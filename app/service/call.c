@@ -13,6 +13,8 @@
  */
 #include "svc-private.h"
 
+#include "metrics.h"
+
 #include <stdarg.h>
 #include <string.h>
 
@@ -106,9 +108,23 @@ svc_call *svc_call_new(svc_server *srv, SoupServerMessage *msg, const char *path
 static void call_meter(svc_call *call, guint status)
 {
     usage_store *store = call->srv->usage;
-    if (!store || !call->metered)
+    if (!call->metered)
         return;
     gint64 now = g_get_monotonic_time();
+    svc_metrics_request mr = {
+        .model = call->model,
+        .route = call->route_name ? call->route_name : "local",
+        .endpoint = call->route ? call->route->path : call->path,
+        .status = (int)status,
+        .prompt_tokens = call->prompt_tokens,
+        .cached_tokens = call->cached_tokens,
+        .completion_tokens = call->completion_tokens,
+        .ttft_s = call->first_token_us ? (call->first_token_us - call->start_us) / 1e6 : -1,
+        .duration_s = (now - call->start_us) / 1e6,
+    };
+    svc_metrics_observe_request(call->srv->metrics, &mr);
+    if (!store)
+        return;
     usage_row row = {0};
     row.start_ms = call->start_ms;
     row.caller = call->caller;
@@ -437,6 +453,13 @@ void svc_call_stream_begin(svc_call *call, guint status, const char *content_typ
         soup_message_headers_replace(h, "X-Accel-Buffering", "no");
     }
     soup_server_message_set_status(call->msg, status, NULL);
+    /* Chunks come later, from scheduler callbacks: hold the message until
+     * then (every write unpauses it; libsoup pauses it again itself when
+     * it runs out of chunks). */
+    if (!call->paused) {
+        soup_server_message_pause(call->msg);
+        call->paused = TRUE;
+    }
     /* While streaming, a failed write tells libsoup the client left; the
      * liveness poll covers the gaps between tokens (long prefills). */
     if (!call->liveness_source)

@@ -162,7 +162,11 @@ svc_job *svc_job_start(svc_call *call, svc_model *model, svc_request *req, GArra
     if (req->response_format != SVC_RESPONSE_TEXT) {
         GError *e = NULL;
         svc_prompt_model *pm = svc_prompt_for_model(model, &e);
-        if (!pm || !svc_prompt_json_constraint(pm, req->max_tokens, &constraint, &e)) {
+        /* The object must close within the request's budget: max_tokens,
+         * or what the context leaves after the prompt. */
+        int64_t budget = req->max_tokens > 0 ? req->max_tokens
+                                             : (int64_t)model->n_ctx_per_seq - tokens->len;
+        if (!pm || !svc_prompt_json_constraint(pm, budget, &constraint, &e)) {
             svc_call_reply_error(call, 400, "invalid_request_error", "response_format",
                                  "unsupported", "%s", e ? e->message : "JSON mode unavailable");
             g_clear_error(&e);

@@ -28,14 +28,17 @@
 #include <math.h>
 #include <string.h>
 
-enum { TT_EOG = 1, TT_PLAIN = 2 };
+/* meta[id]: flags in bits 0-7, the first byte in 8-15, the second in
+ * 16-23, so the mask loop reads 4 bytes per token and touches the texts
+ * only for tokens the tables cannot decide. */
+enum { TT_EOG = 1, TT_PLAIN = 2, TT_EMPTY = 4, TT_SPACE_WORD = 8 /* ' ' then more */ };
 
 struct svc_token_texts {
     int32_t n;       /* vocabulary size                                    */
     uint32_t *off;   /* n + 1 offsets into blob                            */
     char *blob;      /* every token's bytes (moe_token_to_piece, no control
                         token text), concatenated                          */
-    uint8_t *flags;  /* TT_*                                               */
+    uint32_t *meta;  /* TT_* | first byte << 8 | second byte << 16         */
 };
 
 /* The most whitespace bytes in a row outside strings. Enough for pretty
@@ -48,7 +51,7 @@ static void token_texts_clear(gpointer p)
     struct svc_token_texts *t = p;
     g_free(t->off);
     g_free(t->blob);
-    g_free(t->flags);
+    g_free(t->meta);
 }
 
 void svc_token_texts_unref(struct svc_token_texts *t);
@@ -75,7 +78,7 @@ static struct svc_token_texts *token_texts_build(const moe_vocab *vocab)
     int32_t n = moe_vocab_n_tokens(vocab);
     t->n = n;
     t->off = g_new(uint32_t, (gsize)n + 1);
-    t->flags = g_new0(uint8_t, (gsize)n);
+    t->meta = g_new0(uint32_t, (gsize)n);
     GByteArray *blob = g_byte_array_new();
     char buf[256];
     for (int32_t id = 0; id < n; id++) {
@@ -85,13 +88,22 @@ static struct svc_token_texts *token_texts_build(const moe_vocab *vocab)
             g_autofree char *big = g_malloc((gsize)len);
             moe_token_to_piece(vocab, id, false, big, (size_t)len);
             g_byte_array_append(blob, (const guint8 *)big, (guint)len);
-            t->flags[id] = plain_text(big, (size_t)len) ? TT_PLAIN : 0;
         } else if (len > 0) {
             g_byte_array_append(blob, (const guint8 *)buf, (guint)len);
-            t->flags[id] = plain_text(buf, (size_t)len) ? TT_PLAIN : 0;
+        }
+        const uint8_t *s = blob->data + t->off[id];
+        size_t n_s = blob->len - t->off[id];
+        uint32_t m = n_s == 0 ? TT_EMPTY : plain_text((const char *)s, n_s) ? TT_PLAIN : 0;
+        if (n_s > 0)
+            m |= (uint32_t)s[0] << 8;
+        if (n_s > 1) {
+            m |= (uint32_t)s[1] << 16;
+            if (s[0] == ' ')
+                m |= TT_SPACE_WORD;
         }
         if (moe_vocab_is_eog(vocab, id))
-            t->flags[id] |= TT_EOG;
+            m |= TT_EOG;
+        t->meta[id] = m;
     }
     t->off[n] = blob->len;
     t->blob = (char *)g_byte_array_free(blob, FALSE);
@@ -102,6 +114,8 @@ typedef struct json_mode {
     struct svc_token_texts *tt;
     svc_json_guard g;
     int64_t left;    /* tokens left in the budget; -1: no budget */
+    float *saved;    /* n_saved logits: the row before the budget pass */
+    int32_t n_saved;
 } json_mode;
 
 /* Masks for one step; `budget` applies the completion-fits rule. Returns
@@ -112,11 +126,18 @@ static size_t mask_pass(json_mode *jm, float *logits, int32_t n_vocab, bool budg
     const svc_json_guard *g = &jm->g;
     bool complete = svc_json_guard_complete(g);
     bool plain = svc_json_guard_in_plain_string(g);
-    bool first_ok[256];
+    /* which first bytes the state takes, and which second bytes after one
+     * space (half a BPE vocabulary starts with a space: " the" dies on its
+     * second byte outside strings) */
+    bool first_ok[256], second_ok[256];
+    svc_json_guard after_space = *g;
+    bool space_ok = svc_json_guard_feed(&after_space, " ", 1);
     for (unsigned b = 0; b < 256; b++) {
         svc_json_guard t = *g;
         char c = (char)b;
         first_ok[b] = svc_json_guard_feed(&t, &c, 1);
+        t = after_space;
+        second_ok[b] = space_ok && svc_json_guard_feed(&t, &c, 1);
     }
     int64_t after = jm->left - 1; /* tokens left after this one */
     size_t clen = budget ? svc_json_guard_completion(g, NULL, 0) : 0;
@@ -126,16 +147,18 @@ static size_t mask_pass(json_mode *jm, float *logits, int32_t n_vocab, bool budg
             continue;
         bool ok = false;
         if (id < tt->n) {
-            uint8_t f = tt->flags[id];
-            const char *s = tt->blob + tt->off[id];
-            size_t len = tt->off[id + 1] - tt->off[id];
-            if (f & TT_EOG) {
+            uint32_t m = tt->meta[id];
+            if (m & TT_EOG) {
                 ok = complete;
-            } else if (len == 0 || !first_ok[(unsigned char)s[0]]) {
+            } else if ((m & TT_EMPTY) || !first_ok[(m >> 8) & 255]) {
                 ok = false;
-            } else if (plain && (f & TT_PLAIN)) {
+            } else if ((m & TT_SPACE_WORD) && !second_ok[(m >> 16) & 255]) {
+                ok = false;
+            } else if (plain && (m & TT_PLAIN)) {
                 ok = !budget || (int64_t)clen <= after; /* the completion is unchanged */
             } else {
+                const char *s = tt->blob + tt->off[id];
+                size_t len = tt->off[id + 1] - tt->off[id];
                 svc_json_guard t = *g;
                 ok = svc_json_guard_feed(&t, s, len);
                 /* a token grows the completion by at most 8 bytes per byte
@@ -162,9 +185,14 @@ static void json_mode_mask(void *user, float *logits, int32_t n_vocab)
     }
     /* the budget rule on a copy first: if it leaves nothing (a vocabulary
      * without the single-byte tokens the completion needs), do without */
-    g_autofree float *saved = g_memdup2(logits, (gsize)n_vocab * sizeof *logits);
+    if (jm->n_saved != n_vocab) {
+        g_free(jm->saved);
+        jm->saved = g_new(float, n_vocab);
+        jm->n_saved = n_vocab;
+    }
+    memcpy(jm->saved, logits, (gsize)n_vocab * sizeof *logits);
     if (mask_pass(jm, logits, n_vocab, true) == 0) {
-        memcpy(logits, saved, (gsize)n_vocab * sizeof *logits);
+        memcpy(logits, jm->saved, (gsize)n_vocab * sizeof *logits);
         mask_pass(jm, logits, n_vocab, false);
     }
 }
@@ -174,7 +202,7 @@ static void json_mode_accept(void *user, int32_t token)
     json_mode *jm = user;
     if (jm->left > 0)
         jm->left--;
-    if (token < 0 || token >= jm->tt->n || (jm->tt->flags[token] & TT_EOG))
+    if (token < 0 || token >= jm->tt->n || (jm->tt->meta[token] & TT_EOG))
         return;
     const char *s = jm->tt->blob + jm->tt->off[token];
     svc_json_guard_feed(&jm->g, s, jm->tt->off[token + 1] - jm->tt->off[token]);
@@ -192,6 +220,7 @@ static void json_mode_free(void *user)
     if (!jm)
         return;
     svc_token_texts_unref(jm->tt);
+    g_free(jm->saved);
     g_free(jm);
 }
 

@@ -9,6 +9,7 @@
  * sent. Data goes under $XDG_DATA_HOME/moedesk (or $MOEDESK_DATA_DIR).
  */
 #include "server.h"
+#include "settings.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,12 +29,13 @@ int main(int argc, char **argv)
 {
     svc_server_options o;
     svc_server_options_init(&o);
-    int port = o.port;
-    char *host = NULL, *model = NULL, *name = NULL, *usage_db = NULL;
+    int port = -1;
+    char *host = NULL, *model = NULL, *name = NULL, *usage_db = NULL, *config = NULL;
     int parallel = 0, n_ctx = 0, threads = 0, queue = 0, timeout_s = 0, idle_s = 0;
     int header_timeout_ms = 0;
     gboolean no_usage = FALSE;
     GOptionEntry entries[] = {
+        {"config", 0, 0, G_OPTION_ARG_FILENAME, &config, "Settings file (default: the config dir's moedesk/service.json)", "FILE"},
         {"port", 'p', 0, G_OPTION_ARG_INT, &port, "Port to listen on (default 11435; 0: any free port)", "P"},
         {"host", 0, 0, G_OPTION_ARG_STRING, &host, "Address to bind (default 127.0.0.1)", "ADDR"},
         {"model", 'm', 0, G_OPTION_ARG_FILENAME, &model, "Serve this GGUF file", "FILE"},
@@ -57,30 +59,61 @@ int main(int argc, char **argv)
         return 2;
     }
     g_option_context_free(oc);
+    /* The settings file first, then the command line on top of it. */
+    svc_settings *st = svc_settings_load(config, &err);
+    if (!st) {
+        fprintf(stderr, "moedesk-service: %s\n", err->message);
+        return 1;
+    }
+    if (port == -1)
+        port = st->port;
     if (port < 0 || port > 65535) {
         fprintf(stderr, "moedesk-service: --port %d is not a port number (0..65535)\n", port);
         return 2;
     }
     o.port = (guint16)port;
-    if (host)
-        o.host = host;
-    o.model_path = model;
-    o.model_name = name;
-    if (parallel)
-        o.n_parallel = parallel;
-    o.n_ctx = n_ctx;
-    o.n_threads = threads;
-    if (queue)
-        o.queue_max = queue;
-    if (timeout_s)
-        o.request_timeout_ms = (gint64)timeout_s * 1000;
-    o.idle_unload_s = idle_s;
+    o.host = host ? host : st->host;
+    /* --model FILE serves that file; the settings' model may be a file or
+     * an installed model's name (loaded on the first request). */
+    if (model) {
+        o.model_path = model;
+        o.model_name = name;
+    } else if (st->model && g_file_test(st->model, G_FILE_TEST_IS_REGULAR)) {
+        o.model_path = st->model;
+    } else if (st->model) {
+        o.default_model = st->model;
+    }
+    o.n_parallel = parallel ? parallel : st->n_parallel;
+    o.n_ctx = n_ctx ? n_ctx : st->n_ctx;
+    o.n_threads = threads ? threads : st->n_threads;
+    o.queue_max = queue ? queue : st->queue_max;
+    o.request_timeout_ms = (gint64)(timeout_s ? timeout_s : st->request_timeout_s) * 1000;
+    o.idle_unload_s = idle_s ? idle_s : st->idle_unload_s;
+    o.max_body_bytes = (gsize)st->max_body_bytes;
+    o.allowed_hosts = (const char *const *)st->allowed_hosts;
+    o.cors_origins = (const char *const *)st->cors_origins;
+    o.keep_data_local = st->data_sensitivity == SVC_DATA_SENSITIVITY_HIGH;
+    svc_upstream *ups = g_new0(svc_upstream, st->upstreams->len + 1);
+    for (guint i = 0; i < st->upstreams->len; i++) {
+        const svc_upstream_cfg *u = g_ptr_array_index(st->upstreams, i);
+        ups[i].name = u->name;
+        ups[i].base_url = u->base_url;
+        ups[i].api_key = (char *)svc_upstream_get_api_key(u);
+        ups[i].models = u->models;
+        ups[i].fallback = u->fallback;
+        ups[i].price_input_per_mtok = u->prices.input_per_mtok;
+        ups[i].price_cached_input_per_mtok = u->prices.cached_input_per_mtok;
+        ups[i].price_output_per_mtok = u->prices.output_per_mtok;
+    }
+    o.upstreams = ups;
+    o.n_upstreams = st->upstreams->len;
     if (header_timeout_ms > 0)
         o.header_timeout_ms = header_timeout_ms;
     char *default_db = usage_store_default_path();
     o.usage_db = no_usage ? NULL : usage_db ? usage_db : default_db;
 
     svc_server *srv = svc_server_new(&o, &err);
+    g_free(ups); /* the server made its own copies */
     if (srv)
         svc_register_all(srv);
     if (!srv || !svc_server_start(srv, &err)) {
@@ -88,6 +121,7 @@ int main(int argc, char **argv)
         g_error_free(err);
         svc_server_free(srv);
         g_free(default_db);
+        svc_settings_free(st);
         return 1;
     }
     GMainLoop *loop = g_main_loop_new(NULL, FALSE);
@@ -107,5 +141,7 @@ int main(int argc, char **argv)
     g_free(model);
     g_free(name);
     g_free(usage_db);
+    g_free(config);
+    svc_settings_free(st);
     return 0;
 }

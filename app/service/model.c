@@ -194,6 +194,8 @@ svc_model *svc_server_acquire_model(svc_server *srv, const char *name, GError **
             srv->current = m;
             return svc_model_ref(m);
         }
+        if (srv->default_model)
+            return svc_server_acquire_model(srv, srv->default_model, error);
         g_set_error(error, SVC_ERROR, SVC_ERROR_MODEL_NOT_FOUND,
                     "no model is loaded; name one or start the service with --model");
         return NULL;

@@ -423,6 +423,23 @@ JsonArray *svc_prompt_capabilities_json(const svc_prompt_model *pm)
     return a;
 }
 
+char *svc_prompt_ollama_template(const svc_prompt_model *pm)
+{
+    GString *t = g_string_new(NULL);
+    if (svc_prompt_supports_tools(pm))
+        g_string_append(t, "{{- if .Tools }}{{ .Tools }}{{ end }}");
+    if (svc_prompt_supports_fim(pm)) {
+        g_autofree char *pre = token_text_dup(pm->vocab, pm->fim_pre);
+        g_autofree char *suf = token_text_dup(pm->vocab, pm->fim_suf);
+        g_autofree char *mid = token_text_dup(pm->vocab, pm->fim_mid);
+        g_string_append_printf(t, "{{- if .Suffix }}%s{{ .Prompt }}%s{{ .Suffix }}%s"
+                                  "{{- else }}{{ .Prompt }}{{- end }}", pre, suf, mid);
+    } else {
+        g_string_append(t, "{{ .Prompt }}");
+    }
+    return g_string_free(t, FALSE);
+}
+
 /* ---- fill in the middle --------------------------------------------------- */
 
 static bool add_text(const svc_prompt_model *pm, GArray *a, const char *s, GError **error)

@@ -104,6 +104,13 @@ bool svc_prompt_supports_thinking(const svc_prompt_model *pm);
  * "thinking"?]. New array. */
 JsonArray *svc_prompt_capabilities_json(const svc_prompt_model *pm);
 
+/* Ollama /api/show "template": a Go-template rendition for clients that
+ * read it (we never execute it). It contains ".Suffix" (with the model's
+ * FIM token texts) when the model can fill in the middle, and ".Tools"
+ * when it supports tools, which is what Continue and others test for.
+ * g_malloc'd. */
+char *svc_prompt_ollama_template(const svc_prompt_model *pm);
+
 /* ---- fill in the middle ------------------------------------------------- */
 
 /* PSM order: [BOS] [extra context] FIM_PRE prefix FIM_SUF suffix FIM_MID.

@@ -7,18 +7,37 @@
  */
 #include "request-internal.h"
 
+/* Copies `s` into buf (cap bytes) as valid UTF-8: a message may quote a
+ * client's value cut at a byte count ("%.32s") or be cut at the buffer's
+ * end, either of which can split a character, and JSON must stay UTF-8. */
+static void copy_utf8(char *buf, size_t cap, const char *s)
+{
+    g_autofree char *valid = g_utf8_make_valid(s, -1);
+    const char *end = NULL;
+    g_strlcpy(buf, valid, cap);
+    if (!g_utf8_validate(buf, -1, &end))
+        buf[end - buf] = 0; /* the cut split the last character */
+}
+
+void rq_error_vset(svc_request_error *err, guint status, const char *type, const char *param,
+                   const char *code, const char *fmt, va_list ap)
+{
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    err->status = status;
+    copy_utf8(err->type, sizeof err->type, type ? type : "invalid_request_error");
+    copy_utf8(err->param, sizeof err->param, param ? param : "");
+    copy_utf8(err->code, sizeof err->code, code ? code : "");
+    copy_utf8(err->message, sizeof err->message, msg);
+}
+
 void svc_request_error_set(svc_request_error *err, guint status, const char *type,
                            const char *param, const char *code, const char *fmt, ...)
 {
     va_list ap;
     if (!err)
         return;
-    err->status = status;
-    g_strlcpy(err->type, type ? type : "invalid_request_error", sizeof err->type);
-    g_strlcpy(err->param, param ? param : "", sizeof err->param);
-    g_strlcpy(err->code, code ? code : "", sizeof err->code);
     va_start(ap, fmt);
-    g_vsnprintf(err->message, sizeof err->message, fmt, ap);
+    rq_error_vset(err, status, type, param, code, fmt, ap);
     va_end(ap);
 }
 

@@ -12,14 +12,9 @@
 
 gboolean rq_fail(rq_ctx *c, const char *param, const char *code, const char *fmt, ...)
 {
-    svc_request_error *e = c->err;
     va_list ap;
-    e->status = 400;
-    g_strlcpy(e->type, "invalid_request_error", sizeof e->type);
-    g_strlcpy(e->param, param ? param : "", sizeof e->param);
-    g_strlcpy(e->code, code ? code : "", sizeof e->code);
     va_start(ap, fmt);
-    g_vsnprintf(e->message, sizeof e->message, fmt, ap);
+    rq_error_vset(c->err, 400, NULL, param, code, fmt, ap);
     va_end(ap);
     return FALSE;
 }

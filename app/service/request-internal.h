@@ -26,6 +26,10 @@ typedef struct rq_ctx {
 gboolean rq_fail(rq_ctx *c, const char *param, const char *code, const char *fmt, ...)
     G_GNUC_PRINTF(4, 5);
 
+/* svc_request_error_set with a va_list; every text is kept valid UTF-8. */
+void rq_error_vset(svc_request_error *err, guint status, const char *type, const char *param,
+                   const char *code, const char *fmt, va_list ap) G_GNUC_PRINTF(6, 0);
+
 /* `prefix` + `key` into buf (RQ_PARAM_MAX bytes); returns buf. */
 const char *rq_path(char *buf, const char *prefix, const char *key);
 

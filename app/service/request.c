@@ -8,6 +8,7 @@
  */
 #include "request-internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char *const api_names[SVC_API_COUNT] = {
@@ -93,13 +94,23 @@ static gssize depth_breach(const char *s, gsize len, int max)
     return -1;
 }
 
-/* json-glib says "<data>:LINE:COL: Parse error: ..."; keep from LINE on. */
-static const char *parse_error_text(const GError *e)
+/* json-glib says "<data>:LINE:COL: Parse error: WHAT"; say "at line LINE,
+ * column COL: WHAT" (or pass the text on when it has another form). */
+static gboolean json_fail(rq_ctx *c, const GError *e)
 {
     const char *m = e && e->message ? e->message : "unknown error";
+    unsigned line = 0, col = 0;
+    int used = 0;
     if (g_str_has_prefix(m, "<data>:"))
         m += strlen("<data>:");
-    return m;
+    if (sscanf(m, "%u:%u: %n", &line, &col, &used) == 2 && used > 0) {
+        m += used;
+        if (g_str_has_prefix(m, "Parse error: "))
+            m += strlen("Parse error: ");
+        return rq_fail(c, NULL, NULL, "the request body is not valid JSON at line %u,"
+                       " column %u: %s", line, col, m);
+    }
+    return rq_fail(c, NULL, NULL, "the request body is not valid JSON: %s", m);
 }
 
 static gboolean dispatch(rq_ctx *c, svc_api api, JsonObject *o)
@@ -151,8 +162,7 @@ gboolean svc_request_parse(svc_api api, const char *body, gsize len,
     g_autoptr(JsonParser) parser = json_parser_new_immutable();
     g_autoptr(GError) gerr = NULL;
     if (!json_parser_load_from_data(parser, body, (gssize)len, &gerr))
-        return rq_fail(&c, NULL, NULL, "the request body is not valid JSON: %s",
-                       parse_error_text(gerr));
+        return json_fail(&c, gerr);
     JsonNode *root = json_parser_get_root(parser);
     if (!root || !JSON_NODE_HOLDS_OBJECT(root))
         return rq_fail(&c, NULL, NULL, "the request body must be a JSON object");

@@ -21,6 +21,10 @@
  */
 #include "svc-private.h"
 
+#include "guard.h"
+#include "keys.h"
+#include "metrics.h"
+
 #include <string.h>
 
 #define DEFAULT_MAX_BODY (10u << 20)
@@ -124,75 +128,6 @@ static const svc_route *route_find(svc_server *srv, const char *method, const ch
 }
 
 /* ---- checks ----------------------------------------------------------------- */
-
-/* Loopback names and addresses, with an optional port. Kept strict on
- * purpose: anything unusual is refused. */
-static gboolean host_is_loopback(const char *host)
-{
-    char *h = g_strdup(host);
-    char *port = NULL;
-    if (h[0] == '[') {
-        char *end = strchr(h, ']');
-        if (!end) {
-            g_free(h);
-            return FALSE;
-        }
-        *end = '\0';
-        if (end[1] == ':')
-            port = end + 2;
-        else if (end[1]) {
-            g_free(h);
-            return FALSE;
-        }
-        memmove(h, h + 1, strlen(h + 1) + 1);
-    } else {
-        char *colon = strrchr(h, ':');
-        if (colon && strchr(h, ':') == colon) {
-            *colon = '\0';
-            port = colon + 1;
-        }
-    }
-    gboolean ok = FALSE;
-    if (port) {
-        if (!*port || strlen(port) > 5 || strspn(port, "0123456789") != strlen(port)) {
-            g_free(h);
-            return FALSE;
-        }
-    }
-    if (!g_ascii_strcasecmp(h, "localhost"))
-        ok = TRUE;
-    else {
-        GInetAddress *a = g_inet_address_new_from_string(h);
-        if (a) {
-            ok = g_inet_address_get_is_loopback(a);
-            g_object_unref(a);
-        }
-    }
-    g_free(h);
-    return ok;
-}
-
-static gboolean host_allowed(svc_server *srv, const char *host)
-{
-    if (!host || !*host)
-        return FALSE;
-    if (host_is_loopback(host))
-        return TRUE;
-    for (char **n = srv->allowed_hosts; n && *n; n++) {
-        size_t len = strlen(*n);
-        if (!g_ascii_strncasecmp(host, *n, len) && (host[len] == '\0' || host[len] == ':'))
-            return TRUE;
-    }
-    return FALSE;
-}
-
-static gboolean origin_allowed(svc_server *srv, const char *origin)
-{
-    for (char **o = srv->cors_origins; o && *o; o++)
-        if (!strcmp(*o, "*") || !strcmp(*o, origin))
-            return TRUE;
-    return FALSE;
-}
 
 static gboolean peer_is_loopback(SoupServerMessage *msg)
 {
@@ -352,17 +287,18 @@ static void handler(SoupServer *soup, SoupServerMessage *msg, const char *path,
     g_signal_connect(msg, "disconnected", G_CALLBACK(on_msg_disconnected), srv);
 
     const char *host = soup_message_headers_get_one(req, "Host");
-    if (!host_allowed(srv, host)) {
+    GError *gerr = NULL;
+    if (!svc_guard_host_ok(host, (const char *const *)srv->allowed_hosts, &gerr)) {
         svc_call_reply_error(call, 403, "permission_error", NULL, "host_not_allowed",
-                             "the Host header '%s' is not a loopback name or a configured name; "
-                             "add it to allowed_hosts in the settings to serve it",
-                             host ? host : "");
+                             "%s; add the name to allowed_hosts in the settings to serve it",
+                             gerr->message);
+        g_error_free(gerr);
         svc_call_unref(call);
         return;
     }
     const char *origin = soup_message_headers_get_one(req, "Origin");
     if (origin) {
-        if (!origin_allowed(srv, origin)) {
+        if (!svc_guard_cors_origin_ok(origin, (const char *const *)srv->cors_origins)) {
             svc_call_reply_error(call, 403, "permission_error", NULL, "origin_not_allowed",
                                  "requests from the web origin '%s' are not allowed; add it to "
                                  "cors_origins in the settings to allow them",
@@ -385,16 +321,30 @@ static void handler(SoupServer *soup, SoupServerMessage *msg, const char *path,
         }
     }
     /* Callers: an API key's name; "gui"/"cli" as our own clients say over
-     * loopback; else anonymous. Key checks come with keys.c. */
+     * loopback; else anonymous. A key that is sent must be valid. */
     const char *token = bearer_token(req);
     const char *who = soup_message_headers_get_one(req, "X-MoeDesk-Caller");
     gboolean loop_peer = peer_is_loopback(msg);
-    (void)token;
-    if (who && loop_peer && (!strcmp(who, "gui") || !strcmp(who, "cli"))) {
+    char *key_name = token && srv->keys ? svc_keys_verify(srv->keys, token) : NULL;
+    /* Over loopback keys are optional, and clients that insist on some key
+     * ("sk-no-key", "ollama") are anonymous; but one of our own keys that
+     * no longer verifies (revoked, mistyped) is refused, so its owner
+     * notices. */
+    if (token && !key_name && (!loop_peer || g_str_has_prefix(token, SVC_KEYS_PREFIX))) {
+        svc_call_reply_error(call, 401, "authentication_error", NULL, "invalid_api_key",
+                             "the API key is not valid (revoked, mistyped, or not one of this "
+                             "service's keys)");
+        svc_call_unref(call);
+        return;
+    }
+    if (key_name) {
+        g_free(call->caller);
+        call->caller = key_name;
+    } else if (who && loop_peer && (!strcmp(who, "gui") || !strcmp(who, "cli"))) {
         g_free(call->caller);
         call->caller = g_strdup(who);
     }
-    if (!loop_peer) {
+    if (!loop_peer && !key_name) {
         svc_call_reply_error(call, 401, "authentication_error", NULL, "invalid_api_key",
                              "an API key is required for requests from beyond this machine");
         svc_call_unref(call);
@@ -460,6 +410,31 @@ static void route_health(svc_call *call)
     g_object_unref(b);
 }
 
+static void route_metrics(svc_call *call)
+{
+    svc_server *srv = svc_call_server(call);
+    svc_metrics *m = srv->metrics;
+    svc_metrics_clear_gauge(m, SVC_METRICS_MODEL_LOADED);
+    if (srv->current) {
+        svc_sched_stats st;
+        svc_sched_get_stats(srv->current->sched, &st);
+        svc_metrics_set_gauge(m, SVC_METRICS_QUEUE_DEPTH, NULL, st.queued);
+        svc_metrics_set_gauge(m, SVC_METRICS_RUNNING_SEQUENCES, NULL, st.running);
+        svc_metrics_set_gauge(m, SVC_METRICS_KV_USED_CELLS, NULL, st.kv_cells_used);
+        svc_metrics_set_gauge(m, SVC_METRICS_KV_TOTAL_CELLS, NULL, st.kv_cells_total);
+        svc_metrics_set_gauge(m, SVC_METRICS_MODEL_LOADED, srv->current->name, 1);
+    } else {
+        svc_metrics_set_gauge(m, SVC_METRICS_QUEUE_DEPTH, NULL, 0);
+        svc_metrics_set_gauge(m, SVC_METRICS_RUNNING_SEQUENCES, NULL, 0);
+        svc_metrics_set_gauge(m, SVC_METRICS_KV_USED_CELLS, NULL, 0);
+        svc_metrics_set_gauge(m, SVC_METRICS_KV_TOTAL_CELLS, NULL, 0);
+    }
+    GString *out = g_string_new(NULL);
+    svc_metrics_render(m, out);
+    svc_call_reply_text(call, 200, SVC_METRICS_CONTENT_TYPE, out->str, (gssize)out->len);
+    g_string_free(out, TRUE);
+}
+
 /* ---- life cycle ------------------------------------------------------------------ */
 
 svc_server *svc_server_new(const svc_server_options *o, GError **error)
@@ -470,8 +445,11 @@ svc_server *svc_server_new(const svc_server_options *o, GError **error)
     srv->port = o->port;
     srv->model_path = g_strdup(o->model_path);
     srv->model_name = g_strdup(o->model_name);
+    srv->default_model = g_strdup(o->default_model);
     srv->models_dir = g_strdup(o->models_dir);
     srv->usage_db = g_strdup(o->usage_db);
+    srv->keys_db = g_strdup(o->keys_db);
+    srv->metrics = svc_metrics_new();
     srv->n_parallel = o->n_parallel > 0 ? o->n_parallel : 4;
     srv->n_ctx = o->n_ctx;
     srv->n_threads = o->n_threads;
@@ -510,6 +488,7 @@ svc_server *svc_server_new(const svc_server_options *o, GError **error)
     svc_server_add_route(srv, "GET", "/", 0, SVC_STYLE_OPENAI, route_root);
     svc_server_add_route(srv, "HEAD", "/", 0, SVC_STYLE_OPENAI, route_root);
     svc_server_add_route(srv, "GET", "/health", 0, SVC_STYLE_OPENAI, route_health);
+    svc_server_add_route(srv, "GET", "/metrics", 0, SVC_STYLE_OPENAI, route_metrics);
     return srv;
 }
 
@@ -533,6 +512,11 @@ gboolean svc_server_start(svc_server *srv, GError **error)
         if (!srv->usage)
             return FALSE;
     }
+    srv->keys = svc_keys_open(srv->keys_db, error);
+    if (!srv->keys)
+        return FALSE;
+    if (!svc_guard_bind_ok(srv->host, svc_keys_count_active(srv->keys), error))
+        return FALSE;
     if (srv->model_path) {
         srv->current = svc_model_load(srv, srv->model_path, srv->model_name, error);
         if (!srv->current)
@@ -622,8 +606,12 @@ void svc_server_free(svc_server *srv)
     g_free(srv->host);
     g_free(srv->model_path);
     g_free(srv->model_name);
+    g_free(srv->default_model);
     g_free(srv->models_dir);
     g_free(srv->usage_db);
+    g_free(srv->keys_db);
+    svc_keys_close(srv->keys);
+    svc_metrics_free(srv->metrics);
     g_strfreev(srv->allowed_hosts);
     g_strfreev(srv->cors_origins);
     g_free(srv);

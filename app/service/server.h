@@ -17,8 +17,10 @@ typedef struct svc_server_options {
     guint16     port;           /* 0: any free port (read it back)               */
     const char *model_path;     /* GGUF to serve (--model), or NULL              */
     const char *model_name;     /* its name for clients; NULL: the file stem      */
+    const char *default_model;  /* an installed model's name to load on first use */
     const char *models_dir;     /* installed models (library), or NULL           */
     const char *usage_db;       /* usage.sqlite3 path; NULL: no metering          */
+    const char *keys_db;        /* keys.sqlite3 path; NULL: the default one       */
     int32_t     n_parallel;     /* scheduler slots                               */
     int32_t     n_ctx;          /* per sequence; 0: model default, <= 4096       */
     int32_t     n_threads;

@@ -22,8 +22,10 @@ struct svc_server {
     guint16 port;
     char *model_path;
     char *model_name;
+    char *default_model;
     char *models_dir;
     char *usage_db;
+    char *keys_db;
     int32_t n_parallel, n_ctx, n_threads, queue_max;
     gint64 request_timeout_ms, header_timeout_ms, idle_unload_s;
     gsize max_body_bytes;
@@ -34,6 +36,8 @@ struct svc_server {
     GPtrArray *routes;       /* svc_route*                                  */
     GHashTable *calls;       /* svc_call* -> itself: calls not yet finished  */
     usage_store *usage;
+    struct svc_keys *keys;
+    struct svc_metrics *metrics;
     svc_model *current;      /* the loaded model (one reference)            */
     gint64 started_us;
     gboolean stopping;

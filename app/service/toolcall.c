@@ -127,6 +127,10 @@ svc_tool_format svc_tool_format_detect(const char *t)
 {
     if (!t)
         return SVC_TOOL_FORMAT_NONE;
+    /* MiniMax's <invoke name=...> XML (M2, M3) is not read: better no
+     * tools than calls that come back as raw markup */
+    if (strstr(t, "<invoke name="))
+        return SVC_TOOL_FORMAT_NONE;
     /* most specific first: several formats share <tool_call> */
     if (strstr(t, "<seed:tool_call>"))
         return SVC_TOOL_FORMAT_SEED_OSS;
@@ -221,6 +225,7 @@ struct svc_tool_stream {
     tc_buf region;    /* HOLD: from the first marker on                   */
     tc_buf out;       /* what the last feed returned                      */
     size_t emitted;   /* bytes emitted so far (offsets in messages)       */
+    size_t lead;      /* START: leading whitespace already scanned        */
 };
 
 svc_tool_stream *svc_tool_stream_new(svc_tool_format f)
@@ -325,7 +330,7 @@ const char *svc_tool_stream_feed(svc_tool_stream *s, const char *piece, size_t l
     } else {
         tc_buf_add(&s->pending, piece, len);
         if (s->mode == MODE_START && s->pending.p) {
-            size_t lead = tc_skip_ws(s->pending.p, s->pending.n, 0);
+            size_t lead = s->lead = tc_skip_ws(s->pending.p, s->pending.n, s->lead);
             int m = llama3_start(s->pending.p + lead, s->pending.n - lead);
             if (m == 2) {
                 s->emitted += lead; /* leading whitespace before a call is dropped */

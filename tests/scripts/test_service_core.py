@@ -34,7 +34,9 @@ with Service(exe, model=model, args=["--header-timeout", "1500"]) as svc:
     for host in ["evil.example", "localhost.evil.example", "127.0.0.1.nip.io",
                  "evil.example:%d" % svc.port, "localhost:abc", "[::1", "10.0.0.1", ""]:
         st, _, body = svc.request("GET", "/health", headers={"Host": host})
-        t.eq(st, 403, "Host %r refused" % host)
+        # libsoup itself answers 400 to a Host it cannot parse.
+        t.check(st in (400, 403) and (st == 403 or host in ("localhost:abc", "[::1")),
+                "Host %r refused (got %d)" % (host, st))
         if st == 403:
             t.eq(error_of(body).get("code"), "host_not_allowed", "Host %r error code" % host)
 

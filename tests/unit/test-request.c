@@ -376,7 +376,7 @@ typedef struct bad_case {
 
 static const bad_case bad_cases[] = {
     { CHAT, "{\"model\": \"m\", \"messages\": [}", "", NULL, "not valid JSON" },
-    { CHAT, "{\"model\": \"m\",\n \"messages\": [1,]}", "", NULL, "2:" },
+    { CHAT, "{\"model\": \"m\",\n \"messages\": [1,]}", "", NULL, "at line 2, column 16: unexpected" },
     { CHAT, "", "", NULL, "empty" },
     { CHAT, "[1, 2]", "", NULL, "must be a JSON object" },
     { CHAT, "\"text\"", "", NULL, "must be a JSON object" },
@@ -527,6 +527,11 @@ static void test_bad_bodies(void)
     /* an embedded NUL is not UTF-8 text */
     CHECK(!svc_request_parse(CHAT, "{\"a\":\"\0\"}", 9, &r, &err));
     CHECK(strstr(err.message, "UTF-8") != NULL);
+    /* a quoted value cut inside a character still gives UTF-8 text */
+    const char *split = "{\"model\":\"m\",\"messages\":[{\"role\":\"a\u00e9\u00e9\u00e9\u00e9"
+                        "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\"}]}";
+    CHECK(!svc_request_parse(CHAT, split, strlen(split), &r, &err));
+    CHECK(strstr(err.message, "unknown role") && g_utf8_validate(err.message, -1, NULL));
     /* err may be NULL */
     CHECK(!svc_request_parse(CHAT, "{", 1, &r, NULL) && r == NULL);
 }
@@ -598,6 +603,8 @@ int main(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
+    /* a GLib/json-glib critical means the parser misused an API */
+    g_log_set_always_fatal(G_LOG_FATAL_MASK | G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING);
     test_openai_chat();
     test_openai_completions();
     test_anthropic();
