@@ -15,8 +15,14 @@
 
 #include "metrics.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#ifdef _WIN32
+#include <winsock2.h>
+#else
+#include <sys/socket.h>
+#endif
 
 G_DEFINE_QUARK(svc-error-quark, svc_error)
 
@@ -41,8 +47,32 @@ static void call_mark_gone(svc_call *call)
     g_cancellable_cancel(call->cancellable);
 }
 
-/* Peeks one byte: 0 bytes read means the peer closed its side. Pipelined
- * data or "would block" both mean the client is still there. */
+/* Whether the peer closed its side: nothing pending and no hang-up means
+ * it is still there; otherwise a peeked 0-byte read is end-of-file, and
+ * pipelined data means it is still there. GSocket's own receive is not used:
+ * libsoup leaves its sockets in blocking mode, and a PEEK through
+ * g_socket_receive_message reported 0 bytes on an idle open connection, so
+ * every answer that took longer than one tick was dropped as "client gone".
+ * The OS is asked directly, and only once the socket is readable, so the
+ * peek never blocks. */
+static gboolean socket_peer_closed(GSocket *sock)
+{
+    GIOCondition c = g_socket_condition_check(sock, G_IO_IN | G_IO_HUP | G_IO_ERR);
+    if (!c)
+        return FALSE;
+    char byte;
+#ifdef _WIN32
+    int n = recv((SOCKET)g_socket_get_fd(sock), &byte, 1, MSG_PEEK);
+    if (n < 0)
+        return WSAGetLastError() != WSAEWOULDBLOCK && WSAGetLastError() != WSAEINTR;
+#else
+    ssize_t n = recv(g_socket_get_fd(sock), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0)
+        return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+#endif
+    return n == 0;
+}
+
 static gboolean call_liveness_tick(gpointer data)
 {
     svc_call *call = data;
@@ -51,14 +81,7 @@ static gboolean call_liveness_tick(gpointer data)
     GSocket *sock = soup_server_message_get_socket(call->msg);
     if (!sock)
         return G_SOURCE_CONTINUE;
-    char byte;
-    GInputVector vec = {&byte, 1};
-    gint flags = G_SOCKET_MSG_PEEK;
-    GError *err = NULL;
-    gssize n = g_socket_receive_message(sock, NULL, &vec, 1, NULL, NULL, &flags, NULL, &err);
-    gboolean closed = n == 0 || (n < 0 && !g_error_matches(err, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK));
-    g_clear_error(&err);
-    if (closed) {
+    if (socket_peer_closed(sock)) {
         call->liveness_source = 0;
         call_mark_gone(call);
         return G_SOURCE_REMOVE;
