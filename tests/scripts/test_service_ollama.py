@@ -48,7 +48,8 @@ with Service(exe, model=demo) as svc:
 
     tags = svc.json("GET", "/api/tags")["models"]
     t.eq([m["name"] for m in tags], [DEMO + ":latest"], "/api/tags")
-    t.eq(tags[0]["details"]["quantization_level"], "F32", "demo model quantisation")
+    # The demo model is written in Q8_0 (general.file_type 7).
+    t.eq(tags[0]["details"]["quantization_level"], "Q8_0", "demo model quantisation")
 
     show = svc.json("POST", "/api/show", {"model": DEMO})
     t.eq(show.get("capabilities"), ["completion"], "demo capabilities (no FIM, no tools)")
