@@ -417,7 +417,11 @@ static void generate(svc_call *call, svc_api api)
         svc_request_free(req);
         return;
     }
-    if (svc_api_try_upstream(call, req, api)) {
+    /* "NAME:latest" of the loaded model is served here, whatever an
+     * upstream's name patterns say. */
+    svc_model *cur = svc_server_current_model(svc_call_server(call));
+    gboolean local = cur && req->model && svc_ollama_name_matches(req->model, cur->name);
+    if (!local && svc_api_try_upstream(call, req, api)) {
         svc_request_free(req);
         return;
     }
