@@ -435,6 +435,7 @@ static void generate(svc_call *call, svc_api api)
         svc_request_free(req);
         return;
     }
+    svc_call_set_model(call, m->name);
     if (req->load_only) {
         answer_load(call, req, chat, FALSE);
         svc_model_unref(m);
@@ -454,6 +455,10 @@ static void generate(svc_call *call, svc_api api)
     s->stream = req->stream;
     s->model = g_strdup(req->model ? req->model : m->name);
     s->load_ns = load_ns;
+    /* Replies echo the name as sent; the usage row gets the model's own
+     * name, so "NAME" and "NAME:latest" add up in the weekly report. */
+    g_free(req->model);
+    req->model = g_strdup(m->name);
     static const svc_job_events ev = {on_delta, on_done};
     svc_job_start(call, m, req, tokens, &ev, s, oll_state_free);
 }

@@ -85,8 +85,10 @@ with Service(exe, model=demo) as svc:
 
     gen = svc.json("POST", "/api/generate", {"model": DEMO, "prompt": "hi", "system": "Be brief.",
                                              "stream": False, "options": {"num_predict": 3}})
-    raw = svc.json("POST", "/api/generate", {"model": DEMO, "prompt": "hi", "raw": True,
-                                             "stream": False, "options": {"num_predict": 3}})
+    raw = svc.json("POST", "/api/generate", {"model": DEMO + ":latest", "prompt": "hi",
+                                             "raw": True, "stream": False,
+                                             "options": {"num_predict": 3}})
+    t.eq(raw["model"], DEMO + ":latest", "the name is echoed as sent")
     t.check(gen["prompt_eval_count"] > raw["prompt_eval_count"] + len("Be brief."),
             "non-raw generate goes through the chat template with the system prompt")
     t.check(raw["prompt_eval_count"] <= 3, "raw generate is the prompt as is")
@@ -148,6 +150,8 @@ t.check(any(r["http_status"] == 200 and r["completion_tokens"] >= 1 for r in cha
 t.check(any(r["http_status"] == 400 and r["error_kind"] for r in chat_rows),
         "refused chats are metered with an error kind")
 t.check(any(r["endpoint"] == "/api/generate" for r in rows), "/api/generate rows")
+t.check(all(r["model"] == DEMO for r in rows if r["http_status"] == 200),
+        "usage rows name the model without the :latest tag")
 t.check(not any(r["endpoint"] in ("/api/tags", "/api/show", "/api/ps") for r in rows),
         "model listing is not metered")
 
