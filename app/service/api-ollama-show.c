@@ -274,7 +274,7 @@ static char *go_template(const svc_prompt_model *pm)
                            "{{- range .Messages }}{{ .Role }}: {{ .Content }}\n{{ end }}"
                            "assistant: ");
     if (fim)
-        g_string_append(t, "{{- end }}");
+        g_string_append(t, "{{ end }}"); /* no "-": keep the newline before it */
     return g_string_free(t, FALSE);
 }
 
