@@ -17,10 +17,12 @@
  * final object; streams are SSE `data: {...}` lines without a [DONE] line.
  * Errors are {"error":{"code":status,"message","type"}}.
  *
- * Unlike llama-server, a prompt longer than the context is refused (400,
- * exceed_context_size_error) rather than cut; n_predict beyond the context
- * is capped (stop_type "limit"). Not returned: completion_probabilities
- * (n_probs), per-token timings.
+ * Context: /completion refuses a prompt longer than the context (400,
+ * exceed_context_size_error) where llama-server would cut it; /infill, as
+ * llama-server does, keeps the text nearest the cursor (extra chunks, then
+ * far prefix and suffix lines go) and says so with "truncated": true.
+ * n_predict beyond the context is capped (stop_type "limit"). Not
+ * returned: completion_probabilities (n_probs), per-token timings.
  */
 #include "api.h"
 #include "job.h"
@@ -34,6 +36,7 @@ typedef struct lcp_state {
     char *model;            /* reported in "model"                          */
     int64_t n_predicted;    /* tokens with text so far (for stream chunks)  */
     int32_t n_ctx;
+    gboolean truncated;     /* /infill dropped far context to fit         */
 } lcp_state;
 
 static void lcp_state_free(gpointer p)
@@ -258,7 +261,7 @@ static void on_done(svc_job *job, const svc_gen_result *r)
     json_builder_set_member_name(b, "has_new_line");
     json_builder_add_boolean_value(b, memchr(text, '\n', len) != NULL);
     json_builder_set_member_name(b, "truncated");
-    json_builder_add_boolean_value(b, FALSE);
+    json_builder_add_boolean_value(b, s->truncated);
     json_builder_set_member_name(b, "stop_type");
     json_builder_add_string_value(b, stop_type);
     json_builder_set_member_name(b, "stopping_word");
@@ -277,12 +280,57 @@ static void on_done(svc_job *job, const svc_gen_result *r)
 
 /* ---- generation --------------------------------------------------------------------------- */
 
+/* Tokens of plain text (no BOS, special-token text not parsed), appended. */
+static gboolean append_text(const moe_vocab *v, const char *text, GArray *tokens, moe_err *err)
+{
+    size_t n = 0, len = strlen(text);
+    if (!len)
+        return TRUE;
+    moe_tokenize(v, text, len, 0, NULL, 0, &n, err);
+    guint at = tokens->len;
+    g_array_set_size(tokens, at + (guint)n);
+    return moe_tokenize(v, text, len, 0, &g_array_index(tokens, int32_t, at), n, &n, err) ==
+           MOE_OK;
+}
+
+/* Drops about `bytes` bytes from the start of `s` (keep_end) or from its
+ * end, at a line boundary when there is one, else at a character
+ * boundary. Returns the new length; `*start` moves for keep_end (NULL
+ * otherwise). */
+static gsize trim_text(const char *s, gsize len, gsize bytes, gboolean keep_end, gsize *start)
+{
+    if (bytes == 0)
+        return len;
+    if (bytes >= len)
+        return 0;
+    if (keep_end) {
+        const char *cut = s + bytes;
+        const char *nl = memchr(cut, '\n', len - bytes);
+        cut = nl ? nl + 1 : g_utf8_find_next_char(cut - 1, s + len);
+        if (!cut)
+            return 0;
+        *start += (gsize)(cut - s);
+        return len - (gsize)(cut - s);
+    }
+    gsize keep = len - bytes;
+    const char *nl = g_strrstr_len(s, (gssize)keep, "\n");
+    if (nl)
+        return (gsize)(nl - s) + 1;
+    const char *c = g_utf8_find_prev_char(s, s + keep + 1);
+    return c ? (gsize)(c - s) : 0;
+}
+
 /* /infill: [extra] FIM_PRE prefix FIM_SUF suffix FIM_MID, then `prompt`
- * as plain text (no BOS, special-token text not parsed). */
+ * as plain text. Like llama-server, a prompt over the context keeps the
+ * text nearest the cursor: extra chunks go first (oldest first), then the
+ * prefix loses lines at its start and the suffix at its end, until the
+ * prompt leaves room for the answer (n_predict, or an eighth of the
+ * context when unlimited). `*trimmed` says whether anything went. */
 static gboolean infill_tokens(svc_call *call, svc_model *m, svc_prompt_model *pm,
-                              const svc_request *req, GArray **tokens)
+                              const svc_request *req, GArray **tokens, gboolean *trimmed)
 {
     const char *name = req->model ? req->model : m->name;
+    *trimmed = FALSE;
     if (!svc_prompt_supports_fim(pm)) {
         char *missing = svc_api_fim_missing(pm);
         svc_call_reply_error(call, 400, "not_supported_error", NULL, "unsupported",
@@ -291,30 +339,70 @@ static gboolean infill_tokens(svc_call *call, svc_model *m, svc_prompt_model *pm
         g_free(missing);
         return FALSE;
     }
-    GError *e = NULL;
-    if (!svc_prompt_fim(pm, req->prefix ? req->prefix : "", req->suffix ? req->suffix : "",
-                        req->extra, tokens, &e)) {
-        svc_call_reply_error(call, 400, "invalid_request_error", "input_prefix", NULL, "%s",
-                             e->message);
-        g_error_free(e);
+    const moe_vocab *v = moe_model_vocab(m->model);
+    moe_err err = {{0}};
+    GArray *tail = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    if (!append_text(v, req->prompt ? req->prompt : "", tail, &err)) {
+        svc_call_reply_error(call, 500, "server_error", "prompt", NULL,
+                             "cannot tokenize the prompt: %s", err.msg);
+        g_array_unref(tail);
         return FALSE;
     }
-    const char *tail = req->prompt ? req->prompt : "";
-    if (*tail) {
-        const moe_vocab *v = moe_model_vocab(m->model);
-        size_t n = 0, len = strlen(tail);
-        moe_err err = {{0}};
-        moe_tokenize(v, tail, len, 0, NULL, 0, &n, &err);
-        guint at = (*tokens)->len;
-        g_array_set_size(*tokens, at + (guint)n);
-        if (n && moe_tokenize(v, tail, len, 0, &g_array_index(*tokens, int32_t, at), n, &n,
-                              &err) != MOE_OK) {
-            svc_call_reply_error(call, 500, "server_error", "prompt", NULL,
-                                 "cannot tokenize the prompt: %s", err.msg);
-            return FALSE;
+    int64_t ctx = m->n_ctx_per_seq;
+    int64_t reserve = req->max_tokens >= 0 ? MIN(req->max_tokens, ctx / 2) : ctx / 8;
+    int64_t budget = ctx - MAX(reserve, 1) - (int64_t)tail->len;
+    const char *pre = req->prefix ? req->prefix : "", *suf = req->suffix ? req->suffix : "";
+    gsize pre_start = 0, pre_len = strlen(pre), suf_len = strlen(suf);
+    guint n_extra = req->extra ? json_array_get_length(req->extra) : 0, first_extra = 0;
+    gboolean ok = FALSE;
+    for (int round = 0; round < 64; round++) {
+        JsonArray *extra = json_array_new();
+        for (guint i = first_extra; i < n_extra; i++)
+            json_array_add_element(extra, json_node_copy(json_array_get_element(req->extra, i)));
+        char *p = g_strndup(pre + pre_start, pre_len), *sx = g_strndup(suf, suf_len);
+        GError *e = NULL;
+        if (*tokens)
+            g_array_unref(*tokens);
+        *tokens = NULL;
+        ok = svc_prompt_fim(pm, p, sx, extra, tokens, &e);
+        g_free(p);
+        g_free(sx);
+        json_array_unref(extra);
+        if (!ok) {
+            svc_call_reply_error(call, 400, "invalid_request_error", "input_prefix", NULL, "%s",
+                                 e->message);
+            g_error_free(e);
+            break;
         }
+        int64_t over = (int64_t)(*tokens)->len - budget;
+        if (over <= 0)
+            break;
+        /* Too long: give up the farthest context first — extra chunks,
+         * then prefix and suffix cut to the bytes the overflow takes (at
+         * this text's bytes per token), the suffix keeping at most a
+         * quarter of what is left (llama-server's split). */
+        if (first_extra < n_extra) {
+            first_extra++;
+        } else if (pre_len + suf_len > 0) {
+            double bpt = (double)(pre_len + suf_len) / (double)MAX((*tokens)->len, 1u);
+            gsize cut = (gsize)((double)over * MAX(bpt, 0.25)) + 8;
+            gsize total = pre_len + suf_len > cut ? pre_len + suf_len - cut : 0;
+            gsize want_suf = MIN(suf_len, total / 4);
+            gsize want_pre = MIN(pre_len, total - want_suf);
+            want_suf = total - want_pre;
+            if (want_pre < pre_len)
+                pre_len = trim_text(pre + pre_start, pre_len, pre_len - want_pre, TRUE, &pre_start);
+            if (want_suf < suf_len)
+                suf_len = trim_text(suf, suf_len, suf_len - want_suf, FALSE, NULL);
+        } else {
+            break; /* nothing left to give: the context check refuses it */
+        }
+        *trimmed = TRUE;
     }
-    return TRUE;
+    if (ok)
+        g_array_append_vals(*tokens, tail->data, tail->len);
+    g_array_unref(tail);
+    return ok;
 }
 
 static void generate(svc_call *call, svc_api api)
@@ -343,13 +431,14 @@ static void generate(svc_call *call, svc_api api)
         return;
     }
     GArray *tokens = NULL;
+    gboolean trimmed = FALSE;
     svc_prompt_model *pm = svc_prompt_for_model(m, &e);
     gboolean ok = pm != NULL;
     if (!ok) {
         svc_call_reply_error(call, 500, "server_error", NULL, NULL, "%s", e->message);
         g_clear_error(&e);
     } else if (api == SVC_API_LLAMACPP_INFILL) {
-        ok = infill_tokens(call, m, pm, req, &tokens);
+        ok = infill_tokens(call, m, pm, req, &tokens, &trimmed);
     } else if (!svc_api_prompt_tokens(pm, req, &tokens, &e)) {
         svc_call_reply_error(call, 400, "invalid_request_error", "prompt", NULL, "%s",
                              e->message);
@@ -381,6 +470,7 @@ static void generate(svc_call *call, svc_api api)
     s->infill = api == SVC_API_LLAMACPP_INFILL;
     s->model = g_strdup(req->model ? req->model : m->name);
     s->n_ctx = m->n_ctx_per_seq;
+    s->truncated = trimmed;
     static const svc_job_events ev = {on_delta, on_done};
     svc_job_start(call, m, req, tokens, &ev, s, lcp_state_free);
 }

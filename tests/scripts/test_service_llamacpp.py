@@ -243,6 +243,31 @@ with Service(exe, model=fim) as svc:
     if events:
         check_timings(t, events[-1], "/infill stream final")
 
+    # More context than fits (llama.vscode sends whole rings of chunks): the
+    # far context goes, the text at the cursor stays, and the reply says so.
+    props = svc.json("GET", "/props")
+    ctx = props["default_generation_settings"]["n_ctx"]
+    lines = ["line %04d\n" % i for i in range(ctx // 4)]   # ~2.5 ctx bytes
+    big_pre = "".join(lines)
+    big_suf = "".join("tail %04d\n" % i for i in range(ctx // 8))
+    chunks = [{"filename": "f%d.py" % i, "text": "x = %d\n" % i * 50} for i in range(8)]
+    doc4 = svc.json("POST", "/infill", {"input_prefix": big_pre, "input_suffix": big_suf,
+                                        "input_extra": chunks, "n_predict": 16,
+                                        "temperature": 0})
+    p4 = doc4.get("prompt", "")
+    t.eq(doc4.get("truncated"), True, "over-long infill is trimmed, and says so")
+    t.check(doc4.get("tokens_evaluated", ctx) <= ctx - 16, "trimmed prompt leaves room for "
+            "n_predict (%r of %d)" % (doc4.get("tokens_evaluated"), ctx))
+    t.check("<|fim_prefix|>" in p4 and lines[-1] + "<|fim_suffix|>tail 0000\n" in p4,
+            "the prefix's last line and the suffix's first line stay")
+    pre_kept = p4[p4.index("<|fim_prefix|>") + 14:p4.index("<|fim_suffix|>")] if \
+        "<|fim_prefix|>" in p4 and "<|fim_suffix|>" in p4 else ""
+    t.check(big_pre.endswith(pre_kept) and pre_kept.startswith("line ") and
+            len(pre_kept) > len(big_pre) // 8, "the prefix loses whole lines at its start, "
+            "and keeps most of the room (%d bytes)" % len(pre_kept))
+    t.check("f0.py" not in p4, "the oldest extra chunk went first")
+    t.eq(doc.get("truncated"), False, "a prompt that fits is not trimmed")
+
     # n_predict 0: llama.vscode's cache warm-up, nothing generated.
     warm = svc.json("POST", "/infill", dict(req, n_predict=0, input_suffix=suf + "# warm\n"))
     t.eq(warm.get("content"), "", "n_predict 0 generates nothing")
