@@ -46,6 +46,7 @@ function startService() {
     XDG_CONFIG_HOME: join(home, 'config'),
     XDG_CACHE_HOME: join(home, 'cache'),
     MOEDESK_DATA_DIR: join(home, 'data', 'moedesk'),
+    G_DEBUG: 'fatal-criticals',
   };
   const proc = spawn(exe, ['--port', '0', '--model', modelPath], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
