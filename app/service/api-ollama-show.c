@@ -10,10 +10,10 @@
  *                 `<arch>.context_length` is the context the service gives
  *                 each request when the model is loaded (what a client may
  *                 send without a 400), the trained length otherwise
- *   template      an Ollama-style Go template summarising the prompt format.
- *                 Clients look inside it: ".Suffix" for fill in the middle
- *                 (Continue's autocomplete), ".Tools" for tool use. Prompts
- *                 are still rendered from the model's own Jinja template.
+ *   template      svc_prompt_ollama_template(): a Go-template rendition that
+ *                 clients look inside (".Suffix" for fill in the middle,
+ *                 ".Tools" for tool use). Prompts are still rendered from
+ *                 the model's own Jinja template.
  *   parameters    "num_ctx" (served context) and the stop texts
  *   details, modelfile, modified_at
  *
@@ -229,54 +229,7 @@ static void add_model_info(JsonBuilder *b, const show_model *sm, gboolean verbos
     g_free(ctx_key);
 }
 
-/* ---- template and parameters ----------------------------------------------------------- */
-
-/* A special token's text ("<|fim_prefix|>"), or "" when absent. */
-static char *token_text(const moe_vocab *v, int32_t id)
-{
-    char buf[256];
-    if (id < 0)
-        return g_strdup("");
-    int64_t n = moe_token_to_piece(v, id, true, buf, sizeof buf - 1);
-    if (n < 0)
-        n = 0;
-    if (n > (int64_t)sizeof buf - 1)
-        n = sizeof buf - 1;
-    buf[n] = '\0';
-    return g_utf8_make_valid(buf, n);
-}
-
-static char *go_template(const svc_prompt_model *pm)
-{
-    GString *t = g_string_new("{{- /* MoeDesk renders prompts with the model's own chat template "
-                              "(tokenizer.chat_template); this is a summary for clients. */ -}}\n");
-    gboolean fim = svc_prompt_supports_fim(pm);
-    if (fim) {
-        char *pre = token_text(pm->vocab, pm->fim_pre);
-        char *suf = token_text(pm->vocab, pm->fim_suf);
-        char *mid = token_text(pm->vocab, pm->fim_mid);
-        g_string_append_printf(t, "{{- if .Suffix }}%s{{ .Prompt }}%s{{ .Suffix }}%s\n{{- else }}",
-                               pre, suf, mid);
-        g_free(pre);
-        g_free(suf);
-        g_free(mid);
-    }
-    const char *src = pm->template_src ? pm->template_src : "";
-    gboolean chatml = strstr(src, "<|im_start|>") != NULL;
-    if (svc_prompt_supports_tools(pm))
-        g_string_append(t, "{{- if .Tools }}{{ range .Tools }}{{ . }}\n{{ end }}{{ end }}");
-    if (chatml)
-        g_string_append(t, "{{- if .System }}<|im_start|>system\n{{ .System }}<|im_end|>\n{{ end }}"
-                           "{{- range .Messages }}<|im_start|>{{ .Role }}\n{{ .Content }}"
-                           "<|im_end|>\n{{ end }}<|im_start|>assistant\n");
-    else
-        g_string_append(t, "{{- if .System }}{{ .System }}\n\n{{ end }}"
-                           "{{- range .Messages }}{{ .Role }}: {{ .Content }}\n{{ end }}"
-                           "assistant: ");
-    if (fim)
-        g_string_append(t, "{{ end }}"); /* no "-": keep the newline before it */
-    return g_string_free(t, FALSE);
-}
+/* ---- parameters ------------------------------------------------------------------------ */
 
 /* Ollama's "key    value" lines. */
 static char *parameters_text(const show_model *sm)
@@ -322,7 +275,7 @@ void svc_ollama_show(svc_call *call, JsonObject *body, const char *model)
     json_builder_add_string_value(b, params);
     g_free(params);
     json_builder_set_member_name(b, "template");
-    char *tmpl = go_template(sm.pm);
+    char *tmpl = svc_prompt_ollama_template(sm.pm);
     json_builder_add_string_value(b, tmpl);
     g_free(tmpl);
     svc_ollama_add_details(b, arch, sm.n_params, sm.quant);
