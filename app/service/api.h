@@ -49,9 +49,16 @@ gboolean svc_api_fallback(svc_call *call, const svc_request *req, svc_api api);
 /* The model's scheduler has no room in its queue. */
 gboolean svc_api_local_queue_full(svc_model *m);
 
+/* Which fill-in-the-middle tokens the model lacks, for error messages:
+ * "prefix (<|fim_prefix|>), suffix and middle tokens" style text naming
+ * the tokens /infill and suffix requests need. New string. */
+char *svc_api_fim_missing(const svc_prompt_model *pm);
+
 /* Endpoint families, called by svc_register_all (routes.c). */
 void svc_openai_register(svc_server *srv);
 void svc_anthropic_register(svc_server *srv);
+void svc_ollama_register(svc_server *srv);   /* api-ollama.c: /api/...          */
+void svc_llamacpp_register(svc_server *srv); /* api-llamacpp.c: /completion ... */
 
 G_END_DECLS
 

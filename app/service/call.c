@@ -15,8 +15,14 @@
 
 #include "metrics.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#ifdef _WIN32
+#include <winsock2.h>
+#else
+#include <sys/socket.h>
+#endif
 
 G_DEFINE_QUARK(svc-error-quark, svc_error)
 
@@ -41,8 +47,32 @@ static void call_mark_gone(svc_call *call)
     g_cancellable_cancel(call->cancellable);
 }
 
-/* Peeks one byte: 0 bytes read means the peer closed its side. Pipelined
- * data or "would block" both mean the client is still there. */
+/* Whether the peer closed its side: nothing pending and no hang-up means
+ * it is still there; otherwise a peeked 0-byte read is end-of-file, and
+ * pipelined data means it is still there. GSocket's own receive is not used:
+ * libsoup leaves its sockets in blocking mode, and a PEEK through
+ * g_socket_receive_message reported 0 bytes on an idle open connection, so
+ * every answer that took longer than one tick was dropped as "client gone".
+ * The OS is asked directly, and only once the socket is readable, so the
+ * peek never blocks. */
+static gboolean socket_peer_closed(GSocket *sock)
+{
+    GIOCondition c = g_socket_condition_check(sock, G_IO_IN | G_IO_HUP | G_IO_ERR);
+    if (!c)
+        return FALSE;
+    char byte;
+#ifdef _WIN32
+    int n = recv((SOCKET)g_socket_get_fd(sock), &byte, 1, MSG_PEEK);
+    if (n < 0)
+        return WSAGetLastError() != WSAEWOULDBLOCK && WSAGetLastError() != WSAEINTR;
+#else
+    ssize_t n = recv(g_socket_get_fd(sock), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0)
+        return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+#endif
+    return n == 0;
+}
+
 static gboolean call_liveness_tick(gpointer data)
 {
     svc_call *call = data;
@@ -51,20 +81,7 @@ static gboolean call_liveness_tick(gpointer data)
     GSocket *sock = soup_server_message_get_socket(call->msg);
     if (!sock)
         return G_SOURCE_CONTINUE;
-    /* libsoup's sockets are blocking GSockets (its streams read them
-     * without blocking): peek only when there is something to read, else
-     * the peek would hold the main loop until the client speaks. */
-    if (!(g_socket_condition_check(sock, G_IO_IN | G_IO_HUP | G_IO_ERR) &
-          (G_IO_IN | G_IO_HUP | G_IO_ERR)))
-        return G_SOURCE_CONTINUE;
-    char byte;
-    GInputVector vec = {&byte, 1};
-    gint flags = G_SOCKET_MSG_PEEK;
-    GError *err = NULL;
-    gssize n = g_socket_receive_message(sock, NULL, &vec, 1, NULL, NULL, &flags, NULL, &err);
-    gboolean closed = n == 0 || (n < 0 && !g_error_matches(err, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK));
-    g_clear_error(&err);
-    if (closed) {
+    if (socket_peer_closed(sock)) {
         call->liveness_source = 0;
         call_mark_gone(call);
         return G_SOURCE_REMOVE;
@@ -324,14 +341,25 @@ void svc_call_reply_json(svc_call *call, guint status, JsonNode *node)
     g_free(s);
 }
 
-static JsonNode *error_node(svc_err_style style, const char *type, const char *param,
-                            const char *code, const char *message)
+static JsonNode *error_node(svc_err_style style, guint status, const char *type,
+                            const char *param, const char *code, const char *message)
 {
     JsonBuilder *b = json_builder_new();
     json_builder_begin_object(b);
     if (style == SVC_STYLE_OLLAMA) {
         json_builder_set_member_name(b, "error");
         json_builder_add_string_value(b, message);
+    } else if (style == SVC_STYLE_LLAMACPP) {
+        /* llama.cpp's server: the HTTP status again as "code". */
+        json_builder_set_member_name(b, "error");
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "code");
+        json_builder_add_int_value(b, status);
+        json_builder_set_member_name(b, "message");
+        json_builder_add_string_value(b, message);
+        json_builder_set_member_name(b, "type");
+        json_builder_add_string_value(b, type);
+        json_builder_end_object(b);
     } else if (style == SVC_STYLE_ANTHROPIC) {
         json_builder_set_member_name(b, "type");
         json_builder_add_string_value(b, "error");
@@ -377,7 +405,7 @@ void svc_call_reply_error(svc_call *call, guint status, const char *type, const 
     if (!call->error_kind || !strcmp(call->error_kind, "client_disconnected"))
         set_str(&call->error_kind, code ? code : type);
     svc_err_style style = call->route ? call->route->style : SVC_STYLE_OPENAI;
-    JsonNode *n = error_node(style, type, param, code, message);
+    JsonNode *n = error_node(style, status, type, param, code, message);
     if (call->streaming) {
         /* Headers are out: the error goes into the stream as its last event. */
         if (style == SVC_STYLE_ANTHROPIC)

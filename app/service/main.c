@@ -11,11 +11,64 @@
 #include "server.h"
 #include "settings.h"
 
+#include <errno.h>
+#include <glib/gstdio.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #ifdef G_OS_UNIX
+#include <fcntl.h>
 #include <glib-unix.h>
+#include <sys/file.h>
+#include <unistd.h>
 #endif
+
+/* One instance per user (per data directory): an exclusive lock on
+ * <data dir>/service.lock, held for the process's life, which also records
+ * the pid and URL so the window and scripts can find the running service.
+ * Returns the fd (>= 0), or -1 after printing who holds it. */
+static int instance_lock(const char *data_dir)
+{
+#ifdef G_OS_UNIX
+    g_mkdir_with_parents(data_dir, 0700);
+    char *path = g_build_filename(data_dir, "service.lock", NULL);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "moedesk-service: cannot open %s: %s\n", path, g_strerror(errno));
+        g_free(path);
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char buf[256] = {0};
+        ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+        g_strstrip(buf);
+        fprintf(stderr, "moedesk-service: another moedesk-service is already running for this "
+                        "user (%s: %s); stop it first or use another XDG_DATA_HOME\n",
+                path, n > 0 ? buf : "no details");
+        close(fd);
+        g_free(path);
+        return -1;
+    }
+    g_free(path);
+    return fd;
+#else
+    (void)data_dir;
+    return 0; /* Windows: a named mutex in the tray build (not built yet) */
+#endif
+}
+
+static void instance_record(int fd, const char *url)
+{
+#ifdef G_OS_UNIX
+    char *line = g_strdup_printf("pid %d %s\n", (int)getpid(), url);
+    if (ftruncate(fd, 0) == 0 && pwrite(fd, line, strlen(line), 0) < 0)
+        g_warning("cannot record the service's URL in its lock file");
+    g_free(line);
+#else
+    (void)fd;
+    (void)url;
+#endif
+}
 
 void svc_register_all(svc_server *srv);
 
@@ -110,6 +163,14 @@ int main(int argc, char **argv)
     if (header_timeout_ms > 0)
         o.header_timeout_ms = header_timeout_ms;
     char *default_db = usage_store_default_path();
+    char *data_dir = g_path_get_dirname(default_db);
+    int lock_fd = instance_lock(data_dir);
+    g_free(data_dir);
+    if (lock_fd < 0) {
+        g_free(default_db);
+        svc_settings_free(st);
+        return 1;
+    }
     o.usage_db = no_usage ? NULL : usage_db ? usage_db : default_db;
 
     svc_server *srv = svc_server_new(&o, &err);
@@ -129,7 +190,10 @@ int main(int argc, char **argv)
     g_unix_signal_add(SIGTERM, on_signal, loop);
     g_unix_signal_add(SIGINT, on_signal, loop);
 #endif
-    printf("moedesk-service listening on http://%s:%u\n", o.host, svc_server_port(srv));
+    char *url = g_strdup_printf("http://%s:%u", o.host, svc_server_port(srv));
+    instance_record(lock_fd, url);
+    printf("moedesk-service listening on %s\n", url);
+    g_free(url);
     fflush(stdout);
     g_main_loop_run(loop);
     g_message("stopping: finishing running requests");

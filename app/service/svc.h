@@ -54,6 +54,7 @@ typedef enum {
     SVC_STYLE_OPENAI,    /* {"error":{"message","type","param","code"}}         */
     SVC_STYLE_ANTHROPIC, /* {"type":"error","error":{"type","message"}}         */
     SVC_STYLE_OLLAMA,    /* {"error":"message"}                                 */
+    SVC_STYLE_LLAMACPP,  /* {"error":{"code":status,"message","type"}}          */
 } svc_err_style;
 
 typedef enum {

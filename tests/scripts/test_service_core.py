@@ -84,6 +84,17 @@ with Service(exe, model=model, args=["--header-timeout", "1500"]) as svc:
                   b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
     t.eq(raw.count(b"HTTP/1.1 200"), 2, "two pipelined requests answered")
 
+    # One instance per user: a second service in the same home refuses to
+    # start and names the running one.
+    second = Service(exe, model=model, home=svc.home)
+    try:
+        second.start()
+        second.stop()
+        t.check(False, "a second instance must refuse to start")
+    except RuntimeError as e:
+        t.check("already running" in str(e) and str(svc.port) in str(e),
+                "second instance names the running one")
+
 rc = svc.proc.returncode
 t.eq(rc, 0, "clean exit on SIGTERM")
 t.done()

@@ -155,12 +155,17 @@ static inline __m256i load_q4_0(const moe_block_q4_0 *b)
 }
 
 /* Q8_0/Q4_0 products in two shapes:
- *  - up to 3 columns (decode): one row at a time, two blocks per step on
- *    separate accumulators, so each thread streams its rows sequentially
- *    (interleaving several rows halves the bandwidth on some machines);
+ *  - up to 3 columns (decode): one row at a time, two blocks per step, so
+ *    each thread streams its rows sequentially (interleaving several rows
+ *    halves the bandwidth on some machines);
  *  - 4 columns at a time (prefill): a 2 x 4 register tile, each weight
  *    block loaded and |w| computed once for four tokens, each activation
- *    block once for two rows. */
+ *    block once for two rows.
+ * Both add each (row, column)'s blocks into ONE accumulator in block order,
+ * so a token's result does not depend on how many tokens share the call:
+ * the service's batched requests then give exactly what they give alone
+ * (two chains in the decode shape summed in another order, and greedy
+ * requests diverged once they ran 4+ at a time). */
 #define Q0_MM(name, btype, LOADW)                                                  \
     static void name##_cols(int64_t nb, const btype *wr, const moe_block_q8_0 *const *xc, \
                             int64_t m, float *out)                                 \
@@ -175,8 +180,8 @@ static inline __m256i load_q4_0(const moe_block_q4_0 *b)
             for (int64_t j = 0; j < m; j++) {                                      \
                 a[j][0] = _mm256_fmadd_ps(dot32_i8(w0, load_q8_0(&xc[j][b])),      \
                                           _mm256_set1_ps(d0 * f16s(xc[j][b].d)), a[j][0]); \
-                a[j][1] = _mm256_fmadd_ps(dot32_i8(w1, load_q8_0(&xc[j][b + 1])),  \
-                                          _mm256_set1_ps(d1 * f16s(xc[j][b + 1].d)), a[j][1]); \
+                a[j][0] = _mm256_fmadd_ps(dot32_i8(w1, load_q8_0(&xc[j][b + 1])),  \
+                                          _mm256_set1_ps(d1 * f16s(xc[j][b + 1].d)), a[j][0]); \
             }                                                                      \
         }                                                                          \
         for (; b < nb; b++) {                                                      \

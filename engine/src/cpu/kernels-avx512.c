@@ -99,7 +99,10 @@ static inline __m256i load_q4_0(const moe_block_q4_0 *b)
 /* Two shapes, as in the AVX2 table: up to 3 columns one row at a time
  * (sequential streaming for decode), and for prefill register tiles of
  * TILE_R rows x 6 columns (2 x 6 measured best on Zen 4: 12 accumulators,
- * the weights' signs kept in mask registers), 2 x 3 for leftover columns. */
+ * the weights' signs kept in mask registers), 2 x 3 for leftover columns.
+ * Both shapes add each (row, column)'s blocks into one accumulator in block
+ * order, so a token's result does not depend on how many tokens share the
+ * call (batched service requests equal the same requests alone). */
 #define TILE_R 2
 
 #define Q0_COLS(name, btype, LOADW)                                                \
@@ -118,8 +121,8 @@ static inline __m256i load_q4_0(const moe_block_q4_0 *b)
             for (int64_t j = 0; j < m; j++) {                                      \
                 a[j][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot32_i8m(a0, n0, load_q8_0(&xc[j][b]))), \
                                           _mm256_set1_ps(d0 * f16s(xc[j][b].d)), a[j][0]); \
-                a[j][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot32_i8m(a1, n1, load_q8_0(&xc[j][b + 1]))), \
-                                          _mm256_set1_ps(d1 * f16s(xc[j][b + 1].d)), a[j][1]); \
+                a[j][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot32_i8m(a1, n1, load_q8_0(&xc[j][b + 1]))), \
+                                          _mm256_set1_ps(d1 * f16s(xc[j][b + 1].d)), a[j][0]); \
             }                                                                      \
         }                                                                          \
         for (; b < nb; b++) {                                                      \
