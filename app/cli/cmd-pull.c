@@ -1,7 +1,8 @@
 /*
- * cmd-pull.c — `moedesk-cli pull SOURCE...`: a thin wrapper over
- * moe_pull_async (app/library/pull.h) that draws progress and turns Ctrl-C
- * into a clean stop (the partial files stay; the same command resumes).
+ * cmd-pull.c — `moedesk-cli pull [--machine FILE] SOURCE...`: a thin
+ * wrapper over moe_pull_on_machine_async (app/library/pull.h) that draws
+ * progress and turns Ctrl-C into a clean stop (the partial files stay; the
+ * same command resumes).
  */
 #include "cli.h"
 #include "library.h"
@@ -121,7 +122,8 @@ static int pull_one(const char *source, MoeDownloadManager *mgr, MoeDownloadFlag
     ctrl_run = &run;
     SetConsoleCtrlHandler(on_console_ctrl, TRUE);
 #endif
-    moe_pull_async(mgr, source, flags, machine, on_progress, &run, run.cancel, on_pulled, &run);
+    moe_pull_on_machine_async(mgr, source, flags, machine, on_progress, &run, run.cancel,
+                              on_pulled, &run);
     g_main_loop_run(run.loop);
 #ifdef G_OS_UNIX
     g_source_remove(sig_int);

@@ -1,7 +1,8 @@
 /*
- * pull.c — moe_pull_async (see pull.h): resolve -> list -> select ->
- * manifest -> disk check -> parallel downloads -> manifest complete. Runs on
- * the main loop; the heavy lifting is in the download manager.
+ * pull.c — moe_pull_async (see pull.h): resolve -> list -> choose a
+ * quantisation (pull-plan.h) -> select -> manifest -> disk check ->
+ * parallel downloads -> manifest complete. Runs on the main loop; the heavy
+ * lifting is in the download manager.
  */
 #include "pull.h"
 #include "catalog-lookup.h"
@@ -549,8 +550,18 @@ static void on_user_cancel(GCancellable *c, gpointer data)
 }
 
 void moe_pull_async(MoeDownloadManager *manager, const char *source, MoeDownloadFlags flags,
-                    const moe_machine *machine, MoePullProgressFunc progress, gpointer progress_data,
+                    MoePullProgressFunc progress, gpointer progress_data,
                     GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data)
+{
+    moe_pull_on_machine_async(manager, source, flags, NULL, progress, progress_data, cancellable,
+                              callback, user_data);
+}
+
+void moe_pull_on_machine_async(MoeDownloadManager *manager, const char *source,
+                               MoeDownloadFlags flags, const moe_machine *machine,
+                               MoePullProgressFunc progress, gpointer progress_data,
+                               GCancellable *cancellable, GAsyncReadyCallback callback,
+                               gpointer user_data)
 {
     GTask *task = g_task_new(NULL, cancellable, callback, user_data);
     g_task_set_source_tag(task, moe_pull_async);

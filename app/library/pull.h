@@ -51,15 +51,20 @@ typedef struct {
 
 typedef void (*MoePullProgressFunc)(const MoePullProgress *p, gpointer user_data);
 
-/* Pulls `source`. `machine` (may be NULL: moe_hw_probe, which honours
- * $MOEDESK_MACHINE) is what the planner plans for; it is copied.
- * `progress` (may be NULL) and its data must outlive the operation. The
- * result is the model's manifest. */
+/* Pulls `source`, choosing a quantisation for this machine (moe_hw_probe,
+ * which honours $MOEDESK_MACHINE). `progress` (may be NULL) and its data
+ * must outlive the operation. The result is the model's manifest. */
 void         moe_pull_async(MoeDownloadManager *manager, const char *source,
-                            MoeDownloadFlags flags, const moe_machine *machine,
-                            MoePullProgressFunc progress,
+                            MoeDownloadFlags flags, MoePullProgressFunc progress,
                             gpointer progress_data, GCancellable *cancellable,
                             GAsyncReadyCallback callback, gpointer user_data);
+/* The same, choosing for `machine` (copied; NULL: as moe_pull_async). */
+void         moe_pull_on_machine_async(MoeDownloadManager *manager, const char *source,
+                                       MoeDownloadFlags flags, const moe_machine *machine,
+                                       MoePullProgressFunc progress, gpointer progress_data,
+                                       GCancellable *cancellable, GAsyncReadyCallback callback,
+                                       gpointer user_data);
+/* Either one's result. */
 MoeManifest *moe_pull_finish(GAsyncResult *result, GError **error);
 
 /* Whether a file of a checkpoint repository (no GGUF files) is downloaded
