@@ -2,8 +2,9 @@
  * catalog.h — the model catalog (resources/catalog.json, described in
  * resources/catalog.schema.md) as moedesk-cli reads it: load the file, find
  * an entry by id, name, alias or Hugging Face repository, and turn an entry
- * into the memory planner's moe_plan_model. The app-wide model library will
- * grow out of this; for now the plan command is its one user.
+ * into the memory planner's moe_plan_model. Its users: `moedesk-cli plan`
+ * and pull's choice of a quantisation (app/library/pull-plan.c). The cli_
+ * prefix is historical (the reader started in app/cli/).
  */
 #ifndef MOEDESK_CATALOG_H
 #define MOEDESK_CATALOG_H
