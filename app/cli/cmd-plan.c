@@ -21,7 +21,7 @@
 
 typedef struct plan_input {
     moe_plan_model     model;
-    MoeCatalogSource sources[MOE_PLAN_MAX_VARIANTS];
+    cli_variant_source sources[MOE_PLAN_MAX_VARIANTS];
     const char        *kind;           /* "catalog" or "file"           */
     char               id[96];         /* catalog id or file path       */
     char               support[24];    /* engine_support, "" for a file */
@@ -75,12 +75,12 @@ static gboolean load_model(const char *name, const char *catalog_path, plan_inpu
         return TRUE;
     }
     g_autoptr(GError) gerr = NULL;
-    g_autoptr(MoeCatalog) cat = moe_catalog_load(catalog_path, &gerr);
+    g_autoptr(cli_catalog) cat = cli_catalog_load(catalog_path, &gerr);
     if (!cat) {
         fprintf(stderr, "moedesk-cli plan: %s\n", gerr->message);
         return FALSE;
     }
-    JsonObject *e = moe_catalog_find(cat, name);
+    JsonObject *e = cli_catalog_find(cat, name);
     if (!e) {
         fprintf(stderr,
                 "moedesk-cli plan: unknown model '%s': not a GGUF file, and no id, name, alias or "
@@ -88,7 +88,7 @@ static gboolean load_model(const char *name, const char *catalog_path, plan_inpu
                 name, catalog_path);
         return FALSE;
     }
-    if (!moe_catalog_to_plan_model(e, &in->model, in->sources, &gerr)) {
+    if (!cli_catalog_to_plan_model(e, &in->model, in->sources, &gerr)) {
         fprintf(stderr, "moedesk-cli plan: %s: %s\n", catalog_path, gerr->message);
         return FALSE;
     }
@@ -175,7 +175,7 @@ static void print_text(const plan_input *in, const moe_machine *mach, const moe_
         const moe_plan_variant *v = &m->variants[o->variant];
         if (!all && o->n_ctx != shown_ctx)
             continue;
-        const MoeCatalogSource *s = &in->sources[o->variant];
+        const cli_variant_source *s = &in->sources[o->variant];
         char gpu[32] = "-", host[32], weights[32], src[200];
         if (o->placement != MOE_PLACE_CPU)
             snprintf(gpu, sizeof gpu, "%.1f / %.1f", gib(o->gpu_bytes), gib(o->gpu_budget_bytes));
@@ -369,7 +369,7 @@ int cli_cmd_plan(int argc, char **argv)
         return 1;
     }
     g_autofree plan_input *in = g_new0(plan_input, 1);
-    if (!load_model(argv[1], catalog_file ? catalog_file : moe_catalog_default_path(), in))
+    if (!load_model(argv[1], catalog_file ? catalog_file : cli_catalog_default_path(), in))
         return 1;
     if (!parse_contexts(ctx_args, &in->model, &prm))
         return 1;

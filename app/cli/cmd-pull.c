@@ -1,7 +1,8 @@
 /*
- * cmd-pull.c — `moedesk-cli pull SOURCE...`: a thin wrapper over
- * moe_pull_async (app/library/pull.h) that draws progress and turns Ctrl-C
- * into a clean stop (the partial files stay; the same command resumes).
+ * cmd-pull.c — `moedesk-cli pull [--machine FILE] SOURCE...`: a thin
+ * wrapper over moe_pull_on_machine_async (app/library/pull.h) that draws
+ * progress and turns Ctrl-C into a clean stop (the partial files stay; the
+ * same command resumes).
  */
 #include "cli.h"
 #include "library.h"
@@ -106,7 +107,8 @@ static void on_pulled(GObject *source, GAsyncResult *res, gpointer data)
     g_main_loop_quit(run->loop);
 }
 
-static int pull_one(const char *source, MoeDownloadManager *mgr, MoeDownloadFlags flags)
+static int pull_one(const char *source, MoeDownloadManager *mgr, MoeDownloadFlags flags,
+                    const moe_machine *machine)
 {
     PullRun run = { 0 };
     run.loop = g_main_loop_new(NULL, FALSE);
@@ -120,7 +122,8 @@ static int pull_one(const char *source, MoeDownloadManager *mgr, MoeDownloadFlag
     ctrl_run = &run;
     SetConsoleCtrlHandler(on_console_ctrl, TRUE);
 #endif
-    moe_pull_async(mgr, source, flags, on_progress, &run, run.cancel, on_pulled, &run);
+    moe_pull_on_machine_async(mgr, source, flags, machine, on_progress, &run, run.cancel,
+                              on_pulled, &run);
     g_main_loop_run(run.loop);
 #ifdef G_OS_UNIX
     g_source_remove(sig_int);
@@ -158,7 +161,11 @@ int cli_cmd_pull(int argc, char **argv)
 {
     gboolean no_wait = FALSE;
     int jobs = 4;
+    g_autofree char *machine_file = NULL;
     GOptionEntry entries[] = {
+        { "machine", 0, 0, G_OPTION_ARG_FILENAME, &machine_file,
+          "Choose the quantisation for the machine FILE describes (see `hw --help`)"
+          " instead of this one", "FILE" },
         { "no-wait", 0, 0, G_OPTION_ARG_NONE, &no_wait,
           "Fail instead of waiting when another process downloads the same file", NULL },
         { "jobs", 'j', 0, G_OPTION_ARG_INT, &jobs, "Files downloaded at once (default 4)", "N" },
@@ -168,6 +175,8 @@ int cli_cmd_pull(int argc, char **argv)
         "SOURCE... - download models\n\n"
         "SOURCE is ORG/REPO[@REV][:FILE|:QUANT] (prefix hf: or ms: for the hub;\n"
         "Hugging Face by default), a catalog name, or an installed model's name.\n"
+        "Without FILE or QUANT the memory planner picks the best quantisation that\n"
+        "fits this machine (or --machine FILE).\n"
         "Environment: HF_ENDPOINT, HF_TOKEN, MODELSCOPE_ENDPOINT, MOEDESK_DATA_DIR;\n"
         "proxies come from the system settings (http_proxy/https_proxy).");
     g_option_context_add_main_entries(ctx, entries, NULL);
@@ -181,10 +190,19 @@ int cli_cmd_pull(int argc, char **argv)
     /* A file size limit must be an error we can report, not a kill. */
     signal(SIGXFSZ, SIG_IGN);
 #endif
+    moe_machine machine;
+    if (machine_file) {
+        moe_err err = { { 0 } };
+        if (moe_machine_load(machine_file, &machine, &err) != MOE_OK) {
+            fprintf(stderr, "moedesk-cli pull: %s\n", err.msg);
+            return 1;
+        }
+    }
     g_autoptr(MoeDownloadManager) mgr = moe_download_manager_new(NULL, (guint)jobs);
     int rc = 0;
     for (int i = 1; i < argc && rc != 130; i++) {
-        int r = pull_one(argv[i], mgr, no_wait ? MOE_DOWNLOAD_NO_WAIT : 0);
+        int r = pull_one(argv[i], mgr, no_wait ? MOE_DOWNLOAD_NO_WAIT : 0,
+                         machine_file ? &machine : NULL);
         rc = r ? r : rc;
     }
     return rc;

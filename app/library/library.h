@@ -42,6 +42,7 @@ typedef enum {
     MOE_LIBRARY_ERROR_BUSY,          /* another process is downloading the file */
     MOE_LIBRARY_ERROR_CORRUPT,       /* a manifest, listing or header is bad   */
     MOE_LIBRARY_ERROR_IO,            /* a local file operation failed          */
+    MOE_LIBRARY_ERROR_TOO_BIG,       /* no quantisation fits the machine       */
 } MoeLibraryError;
 
 /* The data directory (see above); newly allocated. Not created. */

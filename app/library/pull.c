@@ -1,13 +1,15 @@
 /*
- * pull.c — moe_pull_async (see pull.h): resolve -> list -> select ->
- * manifest -> disk check -> parallel downloads -> manifest complete. Runs on
- * the main loop; the heavy lifting is in the download manager.
+ * pull.c — moe_pull_async (see pull.h): resolve -> list -> choose a
+ * quantisation (pull-plan.h) -> select -> manifest -> disk check ->
+ * parallel downloads -> manifest complete. Runs on the main loop; the heavy
+ * lifting is in the download manager.
  */
 #include "pull.h"
 #include "catalog-lookup.h"
 #include "hub.h"
 #include "library.h"
 #include "partfile.h"
+#include "pull-plan.h"
 #include "quant-pick.h"
 
 #include <errno.h>
@@ -44,6 +46,10 @@ struct PullState {
     GCancellable       *user_cancel;
     gulong              cancel_id;
     char               *quant;
+    moe_machine         machine;   /* the one given, or probed when needed */
+    gboolean            have_machine;
+    GPtrArray          *groups;    /* the listing's quantisation groups    */
+    MoeQuantGroup      *picked;    /* the choice when no selector is given */
 };
 
 static void pull_state_free(PullState *s)
@@ -68,6 +74,8 @@ static void pull_state_free(PullState *s)
     g_clear_error(&s->first_error);
     g_clear_object(&s->children);
     g_free(s->quant);
+    if (s->groups)
+        g_ptr_array_unref(s->groups);
     g_free(s);
 }
 
@@ -251,7 +259,7 @@ static GPtrArray *select_files(PullState *s, GError **error)
 {
     GPtrArray *all = s->listing->files;
     GPtrArray *out = g_ptr_array_new();
-    g_autoptr(GPtrArray) groups = moe_quant_groups(all);
+    GPtrArray *groups = s->groups;
     const char *sel = s->ref.selector;
     if (sel && strchr(sel, '.')) {
         /* A file; a split part brings its whole set (its quant group). */
@@ -292,10 +300,8 @@ static GPtrArray *select_files(PullState *s, GError **error)
             g_ptr_array_unref(out);
             return NULL;
         }
-    } else if (groups->len) {
-        g_autofree char *why = NULL;
-        grp = moe_quant_pick(groups, &why);
-        report(s, "listing", NULL, why);
+    } else {
+        grp = s->picked; /* choose_quant's */
     }
     if (grp) {
         for (guint k = 0; k < grp->files->len; k++)
@@ -358,16 +364,11 @@ static gboolean prepare_manifest(PullState *s, GError **error)
     return moe_manifest_save_model(m, error);
 }
 
-static void listed(GObject *source, GAsyncResult *res, gpointer data)
+/* After the choice: files, folder, disk space, manifest, downloads. */
+static void continue_pull(GTask *task)
 {
-    GTask *task = data;
     PullState *s = g_task_get_task_data(task);
     GError *error = NULL;
-    s->listing = moe_hub_list_finish(s->hub, res, &error);
-    if (!s->listing) {
-        pull_fail(task, error);
-        return;
-    }
     if (!(s->files = select_files(s, &error)) || !(s->model_dir = moe_library_model_dir(s->name, &error))) {
         pull_fail(task, error);
         return;
@@ -383,6 +384,110 @@ static void listed(GObject *source, GAsyncResult *res, gpointer data)
         return;
     }
     start_downloads(task);
+}
+
+/* ---- choosing a quantisation (pull-plan.h) ---- */
+
+/* The planner cannot run: the size rule of quant-pick.h, saying so. */
+static void choose_by_size(GTask *task, const char *why_not)
+{
+    PullState *s = g_task_get_task_data(task);
+    g_autofree char *rule = NULL;
+    s->picked = moe_quant_pick(s->groups, &rule);
+    g_autofree char *note = g_strdup_printf("the memory planner cannot run (%s), so by file"
+                                            " size: %s", why_not, rule);
+    report(s, "listing", NULL, note);
+    continue_pull(task);
+}
+
+static void choose_with(GTask *task, moe_plan_model *model, const char *from)
+{
+    PullState *s = g_task_get_task_data(task);
+    g_autofree char *why = NULL;
+    MoeQuantGroup *picked = NULL;
+    switch (moe_pull_plan_pick(model, s->groups, &s->machine, &picked, &why)) {
+    case MOE_PULL_PLAN_PICKED: {
+        s->picked = picked;
+        g_autofree char *note = g_strdup_printf("%s (model structure from %s)", why, from);
+        report(s, "listing", NULL, note);
+        continue_pull(task);
+        return;
+    }
+    case MOE_PULL_PLAN_NOTHING_FITS: {
+        MoeQuantGroup *smallest = g_ptr_array_index(s->groups, 0);
+        pull_fail(task, g_error_new(MOE_LIBRARY_ERROR, MOE_LIBRARY_ERROR_TOO_BIG,
+                                    "no quantisation in %s fits %s; to download one anyway,"
+                                    " name it (%s:%s)", s->ref.repo, why, s->ref.repo,
+                                    smallest->quant));
+        return;
+    }
+    case MOE_PULL_PLAN_FAILED:
+        choose_by_size(task, why);
+        return;
+    }
+}
+
+static void headers_fetched(GObject *source, GAsyncResult *res, gpointer data)
+{
+    GTask *task = data;
+    g_autofree moe_plan_model *model = g_new0(moe_plan_model, 1);
+    g_autoptr(GError) error = NULL;
+    if (!moe_pull_plan_fetch_finish(res, model, &error)) {
+        if (g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED)) {
+            pull_fail(task, g_steal_pointer(&error));
+            return;
+        }
+        choose_by_size(task, error->message);
+        return;
+    }
+    PullState *s = g_task_get_task_data(task);
+    MoeQuantGroup *g = moe_pull_plan_header_group(s->groups);
+    g_autofree char *from = g_strdup_printf("the GGUF header of %s%s",
+                                            ((MoeManifestFile *)g_ptr_array_index(g->files, 0))->path,
+                                            g->files->len > 1 ? " and its other parts" : "");
+    choose_with(task, model, from);
+}
+
+/* Several quantisations and none named: the planner decides. */
+static void choose_quant(GTask *task)
+{
+    PullState *s = g_task_get_task_data(task);
+    moe_err err = { { 0 } };
+    if (!s->have_machine && moe_hw_probe(&s->machine, &err) != MOE_OK) {
+        g_autofree char *why = g_strdup_printf("hardware probe: %s", err.msg);
+        choose_by_size(task, why);
+        return;
+    }
+    s->have_machine = TRUE;
+    g_autofree moe_plan_model *model = g_new0(moe_plan_model, 1);
+    if (moe_pull_plan_model_from_catalog(s->ref.repo, s->name, model, NULL)) {
+        choose_with(task, model, "the catalog");
+        return;
+    }
+    /* Not in the catalog (or its entry lacks the structure): read a header. */
+    moe_pull_plan_fetch_async(s->hub, moe_download_manager_get_session(s->mgr), s->ref.repo,
+                              s->listing->revision, moe_pull_plan_header_group(s->groups),
+                              s->children, headers_fetched, task);
+}
+
+static void listed(GObject *source, GAsyncResult *res, gpointer data)
+{
+    GTask *task = data;
+    PullState *s = g_task_get_task_data(task);
+    GError *error = NULL;
+    s->listing = moe_hub_list_finish(s->hub, res, &error);
+    if (!s->listing) {
+        pull_fail(task, error);
+        return;
+    }
+    s->groups = moe_quant_groups(s->listing->files);
+    if (!s->ref.selector && s->groups->len > 1) {
+        choose_quant(task);
+        return;
+    }
+    if (!s->ref.selector && s->groups->len == 1)
+        s->picked = g_ptr_array_index(s->groups, 0); /* nothing to choose */
+    continue_pull(task);
 }
 
 /* ---- resolving the source ---- */
@@ -448,11 +553,25 @@ void moe_pull_async(MoeDownloadManager *manager, const char *source, MoeDownload
                     MoePullProgressFunc progress, gpointer progress_data,
                     GCancellable *cancellable, GAsyncReadyCallback callback, gpointer user_data)
 {
+    moe_pull_on_machine_async(manager, source, flags, NULL, progress, progress_data, cancellable,
+                              callback, user_data);
+}
+
+void moe_pull_on_machine_async(MoeDownloadManager *manager, const char *source,
+                               MoeDownloadFlags flags, const moe_machine *machine,
+                               MoePullProgressFunc progress, gpointer progress_data,
+                               GCancellable *cancellable, GAsyncReadyCallback callback,
+                               gpointer user_data)
+{
     GTask *task = g_task_new(NULL, cancellable, callback, user_data);
     g_task_set_source_tag(task, moe_pull_async);
     PullState *s = g_new0(PullState, 1);
     s->mgr = g_object_ref(manager);
     s->flags = flags;
+    if (machine) {
+        s->machine = *machine;
+        s->have_machine = TRUE;
+    }
     s->progress = progress;
     s->progress_data = progress_data;
     s->source = g_strdup(source);

@@ -12,7 +12,9 @@
  * Files chosen:
  *   :FILE    that file (a split part brings its whole set);
  *   :QUANT   that quantisation group (quant-pick.h);
- *   nothing  GGUF repository: the group moe_quant_pick chooses; a
+ *   nothing  GGUF repository with one quantisation: that one; with
+ *            several: the memory planner's choice for the machine
+ *            (pull-plan.h; an error when none fits); a
  *            repository without GGUF files (a Hugging Face checkpoint):
  *            *.safetensors, *.json, tokenizer.model, *.tiktoken, *.txt,
  *            *.jinja, *.py files (what an import needs).
@@ -30,6 +32,8 @@
 #include "download-manager.h"
 #include "manifest.h"
 
+#include "moe.h"
+
 G_BEGIN_DECLS
 
 typedef struct {
@@ -41,18 +45,26 @@ typedef struct {
     gint64                     eta_s;   /* -1 if unknown                       */
     const MoeDownloadProgress *file;    /* the file whose change triggered this,
                                            or NULL                             */
-    const char                *note;    /* a one-off message (the pick rule),
-                                           or NULL                             */
+    const char                *note;    /* a one-off message (why this
+                                           quantisation), or NULL              */
 } MoePullProgress;
 
 typedef void (*MoePullProgressFunc)(const MoePullProgress *p, gpointer user_data);
 
-/* Pulls `source`. `progress` (may be NULL) and its data must outlive the
- * operation. The result is the model's manifest. */
+/* Pulls `source`, choosing a quantisation for this machine (moe_hw_probe,
+ * which honours $MOEDESK_MACHINE). `progress` (may be NULL) and its data
+ * must outlive the operation. The result is the model's manifest. */
 void         moe_pull_async(MoeDownloadManager *manager, const char *source,
                             MoeDownloadFlags flags, MoePullProgressFunc progress,
                             gpointer progress_data, GCancellable *cancellable,
                             GAsyncReadyCallback callback, gpointer user_data);
+/* The same, choosing for `machine` (copied; NULL: as moe_pull_async). */
+void         moe_pull_on_machine_async(MoeDownloadManager *manager, const char *source,
+                                       MoeDownloadFlags flags, const moe_machine *machine,
+                                       MoePullProgressFunc progress, gpointer progress_data,
+                                       GCancellable *cancellable, GAsyncReadyCallback callback,
+                                       gpointer user_data);
+/* Either one's result. */
 MoeManifest *moe_pull_finish(GAsyncResult *result, GError **error);
 
 /* Whether a file of a checkpoint repository (no GGUF files) is downloaded

@@ -229,6 +229,7 @@ const char *mg_library_error_code(const GError *e)
     case MOE_LIBRARY_ERROR_BUSY: return "busy";
     case MOE_LIBRARY_ERROR_CORRUPT: return "corrupt";
     case MOE_LIBRARY_ERROR_IO: return "io_error";
+    case MOE_LIBRARY_ERROR_TOO_BIG: return "does_not_fit";
     }
     return "internal_error";
 }

@@ -1,6 +1,6 @@
 /*
  * manage-catalog.c — GET /moedesk/v1/catalog[?ctx=N]: the model catalog
- * (resources/catalog.json, read by app/library/catalog.c exactly as
+ * (resources/catalog.json, read by app/catalog/catalog.c exactly as
  * `moedesk-cli plan` reads it) with the memory planner's verdict for every
  * variant on this machine, and which variants are installed.
  *
@@ -145,7 +145,7 @@ static const char *member_string(JsonObject *e, const char *key)
                ? json_node_get_string(n) : NULL;
 }
 
-static void add_variant(JsonBuilder *b, const moe_plan_model *pm, const MoeCatalogSource *src,
+static void add_variant(JsonBuilder *b, const moe_plan_model *pm, const cli_variant_source *src,
                         const moe_plan *plan, size_t vi, int64_t n_ctx, GPtrArray *installed)
 {
     const moe_plan_variant *v = &pm->variants[vi];
@@ -189,12 +189,12 @@ static gboolean add_entry(JsonBuilder *b, JsonObject *e, const moe_machine *mach
                           GPtrArray *installed, char **why)
 {
     moe_plan_model *pm = g_new0(moe_plan_model, 1);
-    MoeCatalogSource *src = g_new0(MoeCatalogSource, MOE_PLAN_MAX_VARIANTS);
+    cli_variant_source *src = g_new0(cli_variant_source, MOE_PLAN_MAX_VARIANTS);
     moe_plan *plan = NULL;
     GError *ge = NULL;
     moe_err err = {{0}};
     gboolean ok = FALSE;
-    if (!moe_catalog_to_plan_model(e, pm, src, &ge)) {
+    if (!cli_catalog_to_plan_model(e, pm, src, &ge)) {
         *why = g_strdup(ge->message);
         g_error_free(ge);
         goto out;
@@ -271,9 +271,9 @@ static void route_catalog(svc_call *call)
     moe_machine mach;
     if (!mg_machine(call, &mach))
         return;
-    const char *path = moe_catalog_default_path();
+    const char *path = cli_catalog_default_path();
     GError *e = NULL;
-    MoeCatalog *cat = moe_catalog_load(path, &e);
+    cli_catalog *cat = cli_catalog_load(path, &e);
     if (!cat) {
         svc_call_reply_error(call, 500, "server_error", NULL, "catalog_error", "%s", e->message);
         g_error_free(e);
@@ -283,12 +283,12 @@ static void route_catalog(svc_call *call)
     GPtrArray *errors = g_ptr_array_new_with_free_func(g_free);
     JsonBuilder *b = json_builder_new();
     json_builder_begin_object(b);
-    mg_add_str(b, "catalog", moe_catalog_path(cat));
+    mg_add_str(b, "catalog", cli_catalog_path(cat));
     mg_add_machine(b, "machine", &mach);
     json_builder_set_member_name(b, "models");
     json_builder_begin_array(b);
-    for (guint i = 0; i < moe_catalog_n_entries(cat); i++) {
-        JsonObject *entry = moe_catalog_entry_at(cat, i);
+    for (guint i = 0; i < cli_catalog_n_entries(cat); i++) {
+        JsonObject *entry = cli_catalog_entry_at(cat, i);
         char *why = NULL;
         if (!entry)
             g_ptr_array_add(errors, g_strdup_printf("%s: models[%u] is not an object", path, i));
@@ -306,7 +306,7 @@ static void route_catalog(svc_call *call)
     g_object_unref(b);
     g_ptr_array_unref(errors);
     g_ptr_array_unref(installed);
-    moe_catalog_free(cat);
+    cli_catalog_free(cat);
 }
 
 void mg_catalog_register(svc_server *srv)

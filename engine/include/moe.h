@@ -184,6 +184,21 @@ typedef struct moe_gguf moe_gguf;
 moe_status moe_gguf_open(const char *path, moe_gguf **out, moe_err *err);
 void       moe_gguf_free(moe_gguf *gguf);
 
+/* Parses only the header of a GGUF file from its first `len` bytes (for
+ * example a download's Range prefix), to plan or inspect a file before it
+ * is fetched. `file_bytes` is the whole file's size: every tensor extent is
+ * checked against it, and the tensors' `data` pointers are NULL (when `len`
+ * equals `file_bytes` the file is parsed whole and `data` is set). `data`
+ * is borrowed and must outlive the handle. A part of a split set opens as
+ * the one file it is (its own tensors; split.* keys readable).
+ * MOE_ERR_RANGE when the header (or a check that needs more bytes) runs
+ * past the prefix: *need_bytes (may be NULL) gets a larger prefix worth
+ * trying, at most file_bytes; any other status is final (MOE_ERR_FORMAT
+ * for a bad magic or, with the whole file given, a malformed header). */
+moe_status moe_gguf_open_header(const void *data, size_t len, uint64_t file_bytes,
+                                const char *name, moe_gguf **out, uint64_t *need_bytes,
+                                moe_err *err);
+
 uint32_t moe_gguf_version(const moe_gguf *gguf);
 uint32_t moe_gguf_alignment(const moe_gguf *gguf);
 uint32_t moe_gguf_n_splits(const moe_gguf *gguf);

@@ -129,6 +129,44 @@ static moe_status ctx_check_params(const moe_model *m, moe_context_params *p, mo
     return MOE_OK;
 }
 
+/* Asks the backend whether it can run every weight's operation with the
+ * weight's type, so an unsupported combination fails here, naming the
+ * tensor, rather than in the middle of a forward pass. */
+typedef struct ctx_use {
+    const moe_tensor *t;
+    moe_op            op;
+} ctx_use;
+
+static moe_status ctx_check_support(const moe_model *m, const moe_backend *be, moe_err *err)
+{
+    ctx_use uses[16];
+    for (int il = -1; il < m->hp.n_layer; il++) {
+        int n = 0;
+        if (il < 0) {
+            uses[n++] = (ctx_use){m->w.token_embd, MOE_OP_GET_ROWS};
+            uses[n++] = (ctx_use){m->w.output, MOE_OP_MUL_MAT};
+        } else {
+            const moe_layer *L = &m->w.layers[il];
+            const moe_tensor *mats[] = {L->wq, L->wk, L->wv, L->wo, L->ffn_gate_inp_shexp};
+            for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
+                uses[n++] = (ctx_use){mats[i], MOE_OP_MUL_MAT};
+            uses[n++] = (ctx_use){L->ffn_gate_inp, MOE_OP_MOE_FFN};
+            uses[n++] = (ctx_use){L->ffn_gate_exps, MOE_OP_MOE_FFN};
+            uses[n++] = (ctx_use){L->ffn_up_exps, MOE_OP_MOE_FFN};
+            uses[n++] = (ctx_use){L->ffn_down_exps, MOE_OP_MOE_FFN};
+            uses[n++] = (ctx_use){L->ffn_gate_shexp, MOE_OP_FFN};
+            uses[n++] = (ctx_use){L->ffn_up_shexp, MOE_OP_FFN};
+            uses[n++] = (ctx_use){L->ffn_down_shexp, MOE_OP_FFN};
+        }
+        for (int i = 0; i < n; i++)
+            if (uses[i].t && !be->iface.supports_op(be->context, uses[i].op, uses[i].t->type))
+                return moe_fail(err, MOE_ERR_UNSUPPORTED, "the %s backend cannot compute with tensor "
+                                "'%s' of type %s", be->iface.get_name(be->context), uses[i].t->name,
+                                moe_type_name(uses[i].t->type));
+    }
+    return MOE_OK;
+}
+
 moe_status moe_context_new(const moe_model *m, const moe_context_params *params,
                            moe_context **out, moe_err *err)
 {
@@ -164,7 +202,13 @@ moe_status moe_context_new(const moe_model *m, const moe_context_params *params,
         .n_expert_used = hp->n_expert_used, .n_ff_exp = hp->n_ff_exp, .n_ff = hp->n_ff_shexp,
     };
     const moe_backend *be = c->be;
-    if ((st = be->iface.reserve(be->context, &lim, err)) != MOE_OK ||
+    if (be->iface.api_version != MOE_BACKEND_API_VERSION) {
+        moe_context_free(c);
+        return moe_fail(err, MOE_ERR_UNSUPPORTED, "backend API version %d, libmoe needs %d",
+                        be->iface.api_version, MOE_BACKEND_API_VERSION);
+    }
+    if ((st = ctx_check_support(m, be, err)) != MOE_OK ||
+        (st = be->iface.reserve(be->context, &lim, err)) != MOE_OK ||
         (st = moe_kvc_init(&c->kv, be, p.n_ctx, p.n_seq_max, hp->n_layer, n_kv, p.kv_type, err)) != MOE_OK) {
         moe_context_free(c);
         return st;

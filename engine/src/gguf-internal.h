@@ -49,8 +49,11 @@ typedef struct gguf_kv {
 typedef struct gguf_part {
     char            *path;      /* owned */
     moe_platform_map map;       /* zeroed when opened from memory */
-    const uint8_t   *data;      /* the whole file */
-    uint64_t         size;
+    const uint8_t   *data;      /* the whole file, or its first
+                                   prefix_bytes when header-only */
+    uint64_t         size;      /* of the whole file */
+    uint64_t         prefix_bytes; /* header-only parse (moe_gguf_open_header):
+                                   bytes present at data; 0 otherwise */
     uint32_t         version;
     uint32_t         alignment;
     uint64_t         data_offset; /* start of the aligned data section */

@@ -343,7 +343,7 @@ static moe_status check_tensor_data(gguf_cursor *c, gguf_part *part, moe_gguf_te
         return cursor_fail(c, MOE_ERR_FORMAT, part->data_offset, "data (offset %" PRIu64 ", %"
                            PRIu64 " bytes) runs past end of file (%" PRIu64 " bytes)",
                            t->offset, t->size_bytes, part->size);
-    t->data = part->data + start;
+    t->data = part->prefix_bytes ? NULL : part->data + start; /* header-only: not present */
     return MOE_OK;
 }
 
@@ -393,7 +393,10 @@ static moe_status read_header(gguf_cursor *c, gguf_part *part, uint64_t *n_kv,
 
 moe_status moe_gguf_parse_part(moe_gguf *g, gguf_part *part, uint32_t split, moe_err *err)
 {
-    gguf_cursor c = { .data = part->data, .size = part->size, .path = part->path, .err = err };
+    /* A header-only parse reads the prefix; extents are still checked
+     * against the whole file's size. */
+    gguf_cursor c = { .data = part->data, .size = part->prefix_bytes ? part->prefix_bytes : part->size,
+                      .path = part->path, .err = err };
     uint64_t n_kv, n_tensors;
     moe_status st = read_header(&c, part, &n_kv, &n_tensors);
     for (uint64_t i = 0; st == MOE_OK && i < n_kv; i++) {

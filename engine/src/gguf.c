@@ -341,6 +341,55 @@ moe_status moe_gguf_open_memory(const void *data, size_t size, const char *name,
     return MOE_OK;
 }
 
+moe_status moe_gguf_open_header(const void *data, size_t len, uint64_t file_bytes,
+                                const char *name, moe_gguf **out, uint64_t *need_bytes,
+                                moe_err *err)
+{
+    if (need_bytes)
+        *need_bytes = 0;
+    if ((!data && len) || !name || !out)
+        return moe_fail(err, MOE_ERR_INVALID_ARG, "moe_gguf_open_header: NULL argument");
+    *out = NULL;
+    if (len > file_bytes)
+        return moe_fail(err, MOE_ERR_INVALID_ARG, "%s: %zu bytes given of a %" PRIu64
+                        "-byte file", name, len, file_bytes);
+    /* A wrong magic is final however many bytes follow. */
+    if (len >= 4 && memcmp(data, MOE_GGUF_MAGIC, 4) != 0)
+        return moe_fail(err, MOE_ERR_FORMAT, "%s: bad magic: not a GGUF file", name);
+    moe_gguf *g = gguf_new(1);
+    if (!g || !(g->parts[0].path = gguf_strdup(name))) {
+        moe_gguf_free(g);
+        return moe_fail(err, MOE_ERR_NOMEM, "%s: out of memory", name);
+    }
+    gguf_part *part = &g->parts[0];
+    part->data = data;
+    part->size = file_bytes;
+    /* prefix_bytes 0 means "whole file"; a whole file given is parsed as one. */
+    part->prefix_bytes = len < file_bytes ? len : 0;
+    g->file_bytes = file_bytes;
+    moe_status st = len == file_bytes && len == 0
+                        ? moe_fail(err, MOE_ERR_FORMAT, "%s: empty file", name)
+                        : moe_gguf_parse_part(g, part, 0, err);
+    if (st == MOE_OK)
+        st = moe_gguf_build_indexes(g, err);
+    if (st == MOE_ERR_FORMAT && len < file_bytes) {
+        /* Most likely the header runs past the prefix (a count, string or
+         * array that would not fit in the bytes given): more bytes decide.
+         * Doubling bounds the retries at log2(file / prefix). */
+        const uint64_t want = len < 4096 ? 8192 : 2 * (uint64_t)len;
+        if (need_bytes)
+            *need_bytes = want < file_bytes ? want : file_bytes;
+        st = moe_fail(err, MOE_ERR_RANGE, "%s: the header does not end within the first %zu"
+                      " bytes", name, len);
+    }
+    if (st != MOE_OK) {
+        moe_gguf_free(g);
+        return st;
+    }
+    *out = g;
+    return MOE_OK;
+}
+
 /* ---- whole-file facts and lookups by name ---- */
 
 uint32_t moe_gguf_version(const moe_gguf *gguf)

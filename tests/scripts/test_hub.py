@@ -31,8 +31,8 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
-from gguf_read import GGML_F32, GGML_Q8_0  # noqa: E402
-from gguf_write import GGUFWriter  # noqa: E402
+from gguf_read import GGML_F16, GGML_F32, GGML_Q4_0, GGML_Q8_0  # noqa: E402
+from gguf_write import FILE_TYPE, GGUFWriter  # noqa: E402
 import st_write  # noqa: E402
 
 CLI, HUB = sys.argv[1], sys.argv[2]
@@ -66,7 +66,58 @@ def gguf(path, rows, kv=None, names=("a", "b"), ttype=GGML_Q8_0):
     w.write()
 
 
+def planned_gguf(path, ttype, n_embd=256, n_layer=2, n_head=4, n_head_kv=2, head_dim=64,
+                 n_expert=16, n_expert_used=2, n_ff=256, n_vocab=2048, ctx=1024):
+    """A small Qwen3-MoE file the memory planner can read: the metadata and
+    tensor names llama.cpp uses, random weights."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    a = "qwen3moe"
+    w = GGUFWriter(path)
+    w.add_string("general.architecture", a)
+    w.add_string("general.name", "planned-moe")
+    w.add_uint32("general.file_type", FILE_TYPE[ttype])
+    for k, v in (("block_count", n_layer), ("context_length", ctx), ("embedding_length", n_embd),
+                 ("expert_feed_forward_length", n_ff), ("attention.head_count", n_head),
+                 ("attention.head_count_kv", n_head_kv), ("attention.key_length", head_dim),
+                 ("attention.value_length", head_dim), ("expert_count", n_expert),
+                 ("expert_used_count", n_expert_used)):
+        w.add_uint32("%s.%s" % (a, k), v)
+    rng = np.random.default_rng(1)
+
+    def t(name, shape, tt):
+        w.add_tensor(name, shape, tt, lambda: rng.standard_normal(shape).astype(np.float32))
+    t("token_embd.weight", (n_vocab, n_embd), ttype)
+    for i in range(n_layer):
+        b = "blk.%d." % i
+        t(b + "attn_norm.weight", (n_embd,), GGML_F32)
+        t(b + "attn_q.weight", (n_head * head_dim, n_embd), ttype)
+        t(b + "attn_k.weight", (n_head_kv * head_dim, n_embd), ttype)
+        t(b + "attn_v.weight", (n_head_kv * head_dim, n_embd), ttype)
+        t(b + "attn_output.weight", (n_embd, n_head * head_dim), ttype)
+        t(b + "ffn_norm.weight", (n_embd,), GGML_F32)
+        t(b + "ffn_gate_inp.weight", (n_expert, n_embd), GGML_F32)
+        t(b + "ffn_gate_exps.weight", (n_expert, n_ff, n_embd), ttype)
+        t(b + "ffn_up_exps.weight", (n_expert, n_ff, n_embd), ttype)
+        t(b + "ffn_down_exps.weight", (n_expert, n_embd, n_ff), ttype)
+    t("output_norm.weight", (n_embd,), GGML_F32)
+    t("output.weight", (n_vocab, n_embd), ttype)
+    w.write()
+
+
+# The planned model at three quantisations (F16 ~15.5 MB, Q8_0 ~8.3 MB,
+# Q4_0 ~4.4 MB), in a repository the catalog does not know (pull reads a
+# header) and in one it does (pull plans from the catalog entry).
+PLANNED = {"F16": GGML_F16, "Q8_0": GGML_Q8_0, "Q4_0": GGML_Q4_0}
+PLAN_REPO = "test-org/planned-GGUF"
+PLAN_CAT_REPO = "test-org/planned-cat-GGUF"
+
+
 def make_hub():
+    for q, tt in PLANNED.items():
+        planned_gguf(os.path.join(ROOT, PLAN_REPO, "planned-%s.gguf" % q), tt)
+        os.makedirs(os.path.join(ROOT, PLAN_CAT_REPO), exist_ok=True)
+        os.link(os.path.join(ROOT, PLAN_REPO, "planned-%s.gguf" % q),
+                os.path.join(ROOT, PLAN_CAT_REPO, "planned-%s.gguf" % q))
     g = os.path.join(ROOT, "test-org", "tiny-GGUF")
     gguf(os.path.join(g, "tiny-Q8_0.gguf"), 2048)            # ~1.1 MB
     gguf(os.path.join(g, "tiny-Q4_K_M.gguf"), 1024)          # ~0.56 MB
@@ -137,8 +188,21 @@ BASE_ENV.pop("HF_TOKEN", None)
 BASE_ENV.pop("HUGGING_FACE_HUB_TOKEN", None)
 with open(BASE_ENV["MOEDESK_CATALOG"], "w") as f:
     json.dump({"schema_version": 1, "models": [
+        # No structure: the planner cannot use this entry.
         {"id": "tiny-moe", "name": "Tiny-MoE", "aliases": ["tiny:moe"],
-         "sources": {"gguf": [{"repo": "test-org/tiny-GGUF", "quants": []}]}}]}, f)
+         "sources": {"gguf": [{"repo": "test-org/tiny-GGUF", "quants": []}]}},
+        # The planned model, described as the real catalog describes models.
+        {"id": "planned-moe", "name": "Planned-MoE", "architecture": "qwen3moe",
+         "context_length": 1024,
+         "hparams": {"n_layer": 2, "n_embd": 256, "n_vocab": 2048, "n_head": 4, "n_head_kv": 2,
+                     "head_dim": 64, "n_expert": 16, "n_expert_used": 2, "n_ff_expert": 256},
+         "params": {"total": 7742720, "active": 2024448, "groups": {
+             "embd_output": 1048832, "attention": 394240, "router": 8192,
+             "shared_experts": 0, "routed_experts": 6291456}},
+         "sources": {"gguf": [{"repo": PLAN_CAT_REPO, "quants": [
+             {"quant": q, "files": ["planned-%s.gguf" % q],
+              "size_bytes": os.path.getsize(os.path.join(ROOT, PLAN_REPO, "planned-%s.gguf" % q))}
+             for q in PLANNED]}]}}]}, f)
 
 
 def check_sanitizers(text, what):
@@ -214,7 +278,12 @@ def test_pick_and_manifest():
     d = data_dir("main")
     r = fresh_pull("main", REPO)
     check(r.returncode == 0, "pull ORG/REPO succeeds", r.all)
-    check("picked Q8_0" in r.all, "the rule picks the largest quant under 0.9 x memory", r.all)
+    # The test repository's files have no model metadata: the planner cannot
+    # run, and pull says so before falling back to the size rule.
+    check("memory planner cannot run" in r.all and "missing or zero llama.block_count" in r.all,
+          "a header without model keys: pull says the planner cannot run, and why", r.all)
+    check("picked Q8_0" in r.all, "the size rule then picks the largest quant under 0.9 x memory",
+          r.all)
     m = manifest(d, REPO)
     check(m["state"] == "complete" and m["quant"] == "Q8_0" and m["source"] == "hf",
           "manifest state, quant, source", m)
@@ -574,12 +643,96 @@ def test_token_redirect_modelscope_catalog():
     check(r.returncode == 1 and "no installed model" in r.all, "rm of a missing model", r.all)
 
 
+def machine_file(tag, **desc):
+    path = os.path.join(TMP, "machine-%s.json" % tag)
+    with open(path, "w") as f:
+        json.dump(dict(name=tag, **desc), f)
+    return path
+
+
+def installed_ggufs(data, name):
+    d = model_dir(data, name)
+    return sorted(n for n in os.listdir(d) if n.endswith(".gguf")) if os.path.isdir(d) else []
+
+
+def test_planner_pick():
+    # Scaled-down machines for the scaled-down model: a GPU box (24 GB
+    # GPU), a CPU-only box where F16 (~24.6 MiB planned) does not fit but
+    # Q8_0 (~17.7 MiB) does, and one where nothing fits (Q4_0 needs ~14 MiB).
+    gpu = machine_file("gpu24", ram_total="64 GiB", cores_logical=16,
+                       gpus=[{"name": "NVIDIA GeForce RTX 4090", "vram_total": "24 GiB"}])
+    cpu = machine_file("cpu22m", ram_total="22 MiB", cores_logical=4)
+    tiny = machine_file("cpu8m", ram_total="8 MiB")
+    header = PLAN_REPO + "/planned-Q4_0.gguf"  # the smallest single file
+    q4_size = os.path.getsize(os.path.join(ROOT, header))
+
+    d = data_dir("plan-gpu")
+    control("reset")
+    r = cli(d, "pull", "--machine", gpu, PLAN_REPO, env={"MOEDESK_TEST_HEADER_BYTES": "300"})
+    check(r.returncode == 0 and installed_ggufs(d, PLAN_REPO) == ["planned-F16.gguf"],
+          "24 GB GPU machine: the planner picks F16", r.all)
+    check("picked F16" in r.all and "all on GPU" in r.all and "gpu24" in r.all and
+          "GGUF header of planned-Q4_0.gguf" in r.all, "the reason names the placement, the"
+          " machine and where the structure came from", r.all)
+    s = stats(header)
+    check(s["requests"] >= 2 and s["range_starts"][0] == 0 and s["range_starts"] == sorted(s["range_starts"])
+          and s["bytes"] < 65536 and s["bytes"] < q4_size,
+          "the header is read with growing Range requests, not the whole file", s)
+    check(manifest(d, PLAN_REPO)["quant"] == "F16", "the manifest records the pick")
+
+    d = data_dir("plan-cpu")
+    control("reset")
+    r = cli(d, "pull", "--machine", cpu, PLAN_REPO)
+    check(r.returncode == 0 and installed_ggufs(d, PLAN_REPO) == ["planned-Q8_0.gguf"],
+          "small CPU-only machine: the planner picks Q8_0", r.all)
+    check("picked Q8_0" in r.all and "on the CPU" in r.all, "the reason says CPU", r.all)
+    check(stats(header)["requests"] == 1 and stats(header)["bytes"] <= 4 << 20,
+          "one Range request of at most 4 MiB reads the header", stats(header))
+    r = cli(d, "pull", PLAN_REPO, env={"MOEDESK_MACHINE": cpu})
+    check(r.returncode == 0 and "picked Q8_0" in r.all and "already present" in r.all,
+          "MOEDESK_MACHINE describes the machine too; the pick is already there", r.all)
+
+    d = data_dir("plan-none")
+    control("reset")
+    r = cli(d, "pull", "--machine", tiny, PLAN_REPO)
+    check(r.returncode == 1 and "no quantisation in %s fits" % PLAN_REPO in r.all and
+          "needs" in r.all and PLAN_REPO + ":Q4_0" in r.all,
+          "nothing fits: pull stops, says what the smallest needs and how to force one", r.all)
+    check(installed_ggufs(d, PLAN_REPO) == [] and
+          all(stats(PLAN_REPO + "/planned-%s.gguf" % q)["requests"] == 0 for q in ("F16", "Q8_0")),
+          "nothing was downloaded")
+    r = cli(d, "pull", "--machine", tiny, PLAN_REPO + ":q4_0")
+    check(r.returncode == 0 and installed_ggufs(d, PLAN_REPO) == ["planned-Q4_0.gguf"] and
+          "memory planner" not in r.all, "a named quant overrides the planner", r.all)
+    control("reset")
+    r = cli(d, "pull", "--machine", tiny, PLAN_REPO + ":planned-F16.gguf")
+    check(r.returncode == 0 and "planned-F16.gguf" in installed_ggufs(d, PLAN_REPO) and
+          stats(header)["requests"] == 0, "a named file overrides the planner (no header read)",
+          r.all)
+
+    d = data_dir("plan-cat")
+    control("reset")
+    r = cli(d, "pull", "--machine", cpu, PLAN_CAT_REPO)
+    check(r.returncode == 0 and installed_ggufs(d, PLAN_CAT_REPO) == ["planned-Q8_0.gguf"] and
+          "structure from the catalog" in r.all, "a catalog repository is planned from its entry",
+          r.all)
+    check(all(stats(PLAN_CAT_REPO + "/planned-%s.gguf" % q)["requests"] == 0 for q in ("F16", "Q4_0")),
+          "without reading any header")
+    r = cli(data_dir("plan-cat-gpu"), "pull", "--machine", gpu, "planned-moe")
+    check(r.returncode == 0 and installed_ggufs(data_dir("plan-cat-gpu"), "planned-moe") ==
+          ["planned-F16.gguf"], "by catalog name on the GPU machine: F16", r.all)
+    r = cli(d, "pull", "--machine", os.path.join(TMP, "no-such-machine.json"), PLAN_REPO)
+    check(r.returncode == 1 and "no-such-machine.json" in r.all, "a bad --machine is reported",
+          r.all)
+
+
 def main():
     t0 = time.monotonic()
     try:
         for t in (test_names, test_pick_and_manifest, test_verify, test_safetensors,
                   test_cut_and_retries, test_errors, test_disk_full, test_kill_and_locks,
-                  test_slow_progress, test_token_redirect_modelscope_catalog):
+                  test_slow_progress, test_token_redirect_modelscope_catalog,
+                  test_planner_pick):
             print("==", t.__name__)
             t()
     finally:

@@ -585,6 +585,79 @@ static void test_truncations(const char *path)
     free(bytes);
 }
 
+/* moe_gguf_open_header: every prefix that ends inside the header asks for
+ * more (MOE_ERR_RANGE with a larger, bounded need); growing as told ends in
+ * the same key/values and tensors as the whole file, data NULL; a bad magic
+ * is final at once, a lying file size is caught by the extent check. */
+static void test_header_prefix(const char *path)
+{
+    size_t size = 0;
+    uint8_t *bytes = test_read_file(path, &size);
+    moe_gguf *whole = NULL, *g = NULL;
+    moe_err err = { { 0 } };
+    CHECK(bytes && moe_gguf_open_memory(bytes, size, "image", &whole, &err) == MOE_OK);
+    const moe_gguf_tensor *t0 = whole ? moe_gguf_tensor_at(whole, 0) : NULL;
+    /* >= the header's end (a vocabulary file has no tensors: all header) */
+    const size_t header = t0 ? (size_t)((const uint8_t *)t0->data - bytes) : size;
+    CHECK(header > 24 && header <= size);
+    int asked = 0;
+    for (size_t n = 0; n < header; n += 1 + n / 8) {
+        uint8_t *copy = malloc(n ? n : 1); /* exact size, so ASan sees overreads */
+        memcpy(copy, bytes, n);
+        uint64_t need = 0;
+        g = NULL;
+        moe_status st = moe_gguf_open_header(copy, n, size, "prefix", &g, &need, &err);
+        if (st == MOE_ERR_RANGE) {
+            asked++;
+            CHECK_MSG(need > n && need <= size, "prefix %zu: need %llu", n, (unsigned long long)need);
+            CHECK(g == NULL && strstr(err.msg, "prefix"));
+        } else {
+            /* the parse may end before the padding does */
+            CHECK_MSG(st == MOE_OK && g, "prefix %zu: %s", n, err.msg);
+            CHECK_EQ_INT(moe_gguf_n_tensors(g), moe_gguf_n_tensors(whole));
+        }
+        moe_gguf_free(g);
+        free(copy);
+    }
+    CHECK(asked > 0);
+    /* Grow as told, from 100 bytes. */
+    uint64_t have = 100, need = 0;
+    int rounds = 0;
+    moe_status st;
+    while ((st = moe_gguf_open_header(bytes, (size_t)have, size, "grow", &g, &need, &err)) ==
+               MOE_ERR_RANGE && rounds++ < 40)
+        have = need;
+    CHECK_MSG(st == MOE_OK && g, "%s", err.msg);
+    if (g && whole) {
+        CHECK_EQ_INT(moe_gguf_file_bytes(g), size);
+        test_check_same_kvs(g, whole);
+        CHECK_EQ_INT(moe_gguf_n_tensors(g), moe_gguf_n_tensors(whole));
+        for (int64_t i = 0; i < moe_gguf_n_tensors(g); i++) {
+            const moe_gguf_tensor *a = moe_gguf_tensor_at(g, i), *b = moe_gguf_tensor_at(whole, i);
+            CHECK_EQ_STR(a->name, b->name);
+            CHECK(a->type == b->type && a->size_bytes == b->size_bytes && a->offset == b->offset);
+            CHECK(have < size ? a->data == NULL : a->data != NULL);
+        }
+    }
+    moe_gguf_free(g);
+    g = NULL;
+    /* Told a size smaller than the tensors need: the whole "file" is given
+     * and the extent check rejects it. */
+    if (t0) {
+        CHECK(moe_gguf_open_header(bytes, header, header, "short", &g, &need, &err) ==
+              MOE_ERR_FORMAT);
+        CHECK(g == NULL && need == 0 && strstr(err.msg, "past end of file"));
+    }
+    uint8_t bad[64];
+    memcpy(bad, bytes, sizeof bad);
+    bad[0] = 'X';
+    CHECK(moe_gguf_open_header(bad, sizeof bad, size, "bad", &g, &need, &err) == MOE_ERR_FORMAT);
+    CHECK(strstr(err.msg, "magic") && need == 0);
+    CHECK(moe_gguf_open_header(bytes, 10, 5, "x", &g, NULL, &err) == MOE_ERR_INVALID_ARG);
+    moe_gguf_free(whole);
+    free(bytes);
+}
+
 #ifndef _WIN32
 /* A write that fails midway (here: over the file size limit, as a full
  * disk would) reports the path and leaves neither file behind. Runs in a
@@ -639,6 +712,8 @@ int main(void)
     test_replace_and_remove();
     test_split();
     test_truncations(test_tmp_path("round-64.gguf"));
+    test_header_prefix(test_tmp_path("round-64.gguf"));
+    test_header_prefix(vocab); /* a real one: a 150k-token vocabulary */
 #ifndef _WIN32
     test_write_failure();
 #endif

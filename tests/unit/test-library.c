@@ -1,7 +1,9 @@
 /*
  * test-library.c — the model library's pure functions (app/library):
  * model-name rules and the folder mapping, repository file-path rules,
- * source parsing, quantisation names and grouping, the pick rule,
+ * source parsing, quantisation names and grouping, the pick rule, the
+ * memory planner's pick (pull-plan.h) for different machines and the
+ * model structure from a catalog entry,
  * Retry-After parsing, the backoff bounds, and the manifest's JSON round
  * trip and rejection of damaged manifests.
  */
@@ -10,6 +12,7 @@
 #include "hub.h"
 #include "library.h"
 #include "manifest.h"
+#include "pull-plan.h"
 #include "quant-pick.h"
 
 #include <glib/gstdio.h>
@@ -121,6 +124,129 @@ static void test_quants(void)
     g_unsetenv("MOEDESK_MEMORY_BYTES");
 }
 
+/* The structure of tests/scripts/test_hub.py's planned model (qwen3moe,
+ * 2 layers, 16 experts of 256, 2048 tokens, 1024 context). */
+static void planned_model(moe_plan_model *m)
+{
+    memset(m, 0, sizeof *m);
+    g_strlcpy(m->name, "planned-moe", sizeof m->name);
+    g_strlcpy(m->arch, "qwen3moe", sizeof m->arch);
+    m->n_layer = 2;
+    m->n_embd = 256;
+    m->n_vocab = 2048;
+    m->n_head = 4;
+    m->n_head_kv = 2;
+    m->head_dim_k = m->head_dim_v = 64;
+    m->n_expert = 16;
+    m->n_expert_used = 2;
+    m->n_ff_expert = 256;
+    m->n_ctx_train = 1024;
+    m->group_params[MOE_GROUP_EMBD_OUTPUT] = 1048832;
+    m->group_params[MOE_GROUP_ATTENTION] = 394240;
+    m->group_params[MOE_GROUP_ROUTER] = 8192;
+    m->group_params[MOE_GROUP_ROUTED_EXPERTS] = 6291456;
+}
+
+static void machine_of(const char *json, moe_machine *out)
+{
+    moe_err err = { { 0 } };
+    CHECK_MSG(moe_machine_parse(json, strlen(json), "test", out, &err) == MOE_OK, "%s", err.msg);
+}
+
+/* Which group the planner picks depends on the machine; the reason says
+ * why; nothing fitting and nothing plannable are told apart. */
+static void test_plan_pick(void)
+{
+    g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func((GDestroyNotify)moe_manifest_file_free);
+    g_ptr_array_add(files, moe_manifest_file_new("planned-F16.gguf", 15506400, NULL, NULL));
+    g_ptr_array_add(files, moe_manifest_file_new("planned-Q8_0.gguf", 8256480, NULL, NULL));
+    g_ptr_array_add(files, moe_manifest_file_new("planned-Q4_0.gguf", 4389856, NULL, NULL));
+    g_ptr_array_add(files, moe_manifest_file_new("notes.gguf", 100, NULL, NULL)); /* no quant */
+    g_ptr_array_add(files, moe_manifest_file_new("S/m-Q2_K-00001-of-00002.gguf", 50, NULL, NULL));
+    g_ptr_array_add(files, moe_manifest_file_new("S/m-Q2_K-00002-of-00002.gguf", 50, NULL, NULL));
+    g_autoptr(GPtrArray) groups = moe_quant_groups(files);
+    CHECK_EQ_INT(groups->len, 5);
+
+    moe_machine gpu, cpu, tiny;
+    machine_of("{\"name\": \"gpu24\", \"ram_total\": \"64 GiB\", \"gpus\": [{\"name\": \"RTX 4090\","
+               " \"vram_total\": \"24 GiB\"}]}", &gpu);
+    machine_of("{\"name\": \"cpu22m\", \"ram_total\": \"22 MiB\"}", &cpu);
+    machine_of("{\"name\": \"cpu8m\", \"ram_total\": \"8 MiB\"}", &tiny);
+    g_autofree moe_plan_model *m = g_new0(moe_plan_model, 1);
+
+    /* Q2_K (100 bytes for the whole model) would fit anywhere: drop it so
+     * the tiny machine has nothing that fits. */
+    CHECK(g_ptr_array_remove(groups, moe_quant_find(groups, "Q2_K")));
+    MoeQuantGroup *picked = NULL;
+    g_autofree char *why_gpu = NULL, *why_cpu = NULL, *why_none = NULL, *why_fail = NULL;
+    planned_model(m);
+    CHECK(moe_pull_plan_pick(m, groups, &gpu, &picked, &why_gpu) == MOE_PULL_PLAN_PICKED);
+    CHECK(picked && strcmp(picked->quant, "F16") == 0);
+    CHECK_MSG(why_gpu && strstr(why_gpu, "picked F16") && strstr(why_gpu, "all on GPU") &&
+              strstr(why_gpu, "gpu24"), "%s", why_gpu);
+    CHECK_EQ_INT(m->n_variants, 3); /* notes.gguf is no quantisation */
+    planned_model(m);
+    CHECK(moe_pull_plan_pick(m, groups, &cpu, &picked, &why_cpu) == MOE_PULL_PLAN_PICKED);
+    CHECK(picked && strcmp(picked->quant, "Q8_0") == 0);
+    CHECK_MSG(why_cpu && strstr(why_cpu, "on the CPU"), "%s", why_cpu);
+    planned_model(m);
+    CHECK(moe_pull_plan_pick(m, groups, &tiny, &picked, &why_none) == MOE_PULL_PLAN_NOTHING_FITS);
+    CHECK(picked == NULL);
+    CHECK_MSG(why_none && strstr(why_none, "cpu8m") && strstr(why_none, "needs") &&
+              strstr(why_none, "Q4_0"), "%s", why_none);
+
+    /* Only a file without a quantisation name: the planner cannot run. */
+    g_autoptr(GPtrArray) odd_files = g_ptr_array_new_with_free_func((GDestroyNotify)moe_manifest_file_free);
+    g_ptr_array_add(odd_files, moe_manifest_file_new("notes.gguf", 100, NULL, NULL));
+    g_ptr_array_add(odd_files, moe_manifest_file_new("other.gguf", 200, NULL, NULL));
+    g_autoptr(GPtrArray) odd = moe_quant_groups(odd_files);
+    planned_model(m);
+    CHECK(moe_pull_plan_pick(m, odd, &gpu, &picked, &why_fail) == MOE_PULL_PLAN_FAILED);
+    CHECK(picked == NULL && why_fail && strstr(why_fail, "quantisation"));
+
+    /* The header is read from the smallest single file, else split set. */
+    CHECK_EQ_STR(moe_pull_plan_header_group(groups)->quant, "notes");
+    g_autoptr(GPtrArray) split_files = g_ptr_array_new_with_free_func((GDestroyNotify)moe_manifest_file_free);
+    g_ptr_array_add(split_files, moe_manifest_file_new("S/m-Q2_K-00001-of-00002.gguf", 50, NULL, NULL));
+    g_ptr_array_add(split_files, moe_manifest_file_new("S/m-Q2_K-00002-of-00002.gguf", 50, NULL, NULL));
+    g_ptr_array_add(split_files, moe_manifest_file_new("T/m-Q8_0-00001-of-00002.gguf", 90, NULL, NULL));
+    g_ptr_array_add(split_files, moe_manifest_file_new("T/m-Q8_0-00002-of-00002.gguf", 90, NULL, NULL));
+    g_autoptr(GPtrArray) splits = moe_quant_groups(split_files);
+    CHECK_EQ_STR(moe_pull_plan_header_group(splits)->quant, "Q2_K");
+}
+
+/* A catalog entry gives the structure (no variants); a repository or name
+ * not in it is NOT_FOUND, an entry without hparams CORRUPT. */
+static void test_plan_catalog(void)
+{
+    g_autofree char *path = g_build_filename(g_get_tmp_dir(), "moe-lib-test-catalog.json", NULL);
+    const char *text =
+        "{\"schema_version\": 1, \"models\": ["
+        " {\"id\": \"bare\", \"sources\": {\"gguf\": [{\"repo\": \"o/bare-GGUF\", \"quants\": []}]}},"
+        " {\"id\": \"planned\", \"name\": \"Planned\", \"context_length\": 1024,"
+        "  \"hparams\": {\"n_layer\": 2, \"n_embd\": 256, \"n_vocab\": 2048, \"n_head\": 4,"
+        "   \"n_head_kv\": 2, \"head_dim\": 64, \"n_expert\": 16, \"n_expert_used\": 2,"
+        "   \"n_ff_expert\": 256},"
+        "  \"params\": {\"groups\": {\"embd_output\": 1048832, \"attention\": 394240,"
+        "   \"router\": 8192, \"shared_experts\": 0, \"routed_experts\": 6291456}},"
+        "  \"sources\": {\"gguf\": [{\"repo\": \"o/planned-GGUF\", \"quants\": [{\"quant\": \"Q8_0\","
+        "   \"files\": [\"p-Q8_0.gguf\"], \"size_bytes\": 8256480}]}]}}]}";
+    CHECK(g_file_set_contents(path, text, -1, NULL));
+    g_setenv("MOEDESK_CATALOG", path, TRUE);
+    g_autofree moe_plan_model *m = g_new0(moe_plan_model, 1);
+    g_autoptr(GError) e1 = NULL, e2 = NULL, e3 = NULL;
+    CHECK(moe_pull_plan_model_from_catalog("o/planned-GGUF", NULL, m, &e1));
+    CHECK(m->n_layer == 2 && m->n_expert == 16 && m->n_ctx_train == 1024 && m->n_variants == 0);
+    CHECK(m->group_params[MOE_GROUP_ROUTED_EXPERTS] == 6291456);
+    CHECK(moe_pull_plan_model_from_catalog("o/other", "planned", m, NULL)); /* by name */
+    CHECK(!moe_pull_plan_model_from_catalog("o/other", "x", m, &e2));
+    CHECK(e2 && e2->code == MOE_LIBRARY_ERROR_NOT_FOUND);
+    CHECK(!moe_pull_plan_model_from_catalog("o/bare-GGUF", NULL, m, &e3));
+    CHECK(e3 && e3->code == MOE_LIBRARY_ERROR_CORRUPT && strstr(e3->message, "bare"));
+    g_unsetenv("MOEDESK_CATALOG");
+    g_unlink(path);
+}
+
 static void test_retry(void)
 {
     CHECK_EQ_INT(moe_http_parse_retry_after("7"), 7000);
@@ -203,6 +329,8 @@ int main(void)
     test_paths();
     test_refs();
     test_quants();
+    test_plan_pick();
+    test_plan_catalog();
     test_retry();
     test_manifest();
     TEST_DONE();

@@ -114,7 +114,12 @@ void cpu_quantize_phase(cpu_backend *cb, moe_type t, const float *x, int64_t x_s
                         int64_t row_len, int64_t n, uint8_t *dst, size_t dst_stride,
                         cpu_phase *ph);
 
-/* Operations implemented in their own files. */
+/* Operations implemented in their own files: matmul.c, attention.c,
+ * moe-ffn.c. */
+void cpu_mul_mat(void *ctx, const moe_tensor *w, const moe_tensor *bias, const float *x,
+                 int64_t n_tok, float *out);
+void cpu_ffn(void *ctx, const moe_tensor *gate, const moe_tensor *up, const moe_tensor *down,
+             const float *x, int64_t n_tok, float *out);
 void cpu_attention(void *ctx, const moe_attn_args *a, const float *q, const float *k,
                    const float *v, float *out);
 void cpu_moe_ffn(void *ctx, const moe_moe_args *a, const float *x, int64_t n_tok,

@@ -16,15 +16,15 @@
 #define MOEDESK_CATALOG_SOURCE "resources/catalog.json"
 #endif
 
-struct MoeCatalog {
+struct cli_catalog {
     char       *path;
     JsonParser *parser;
     JsonArray  *models; /* borrowed from the parser's tree */
 };
 
-G_DEFINE_QUARK(moedesk-catalog-error-quark, moe_catalog_error)
+G_DEFINE_QUARK(moedesk-catalog-error-quark, cli_catalog_error)
 
-const char *moe_catalog_default_path(void)
+const char *cli_catalog_default_path(void)
 {
     const char *env = g_getenv("MOEDESK_CATALOG");
     if (env && env[0])
@@ -34,12 +34,12 @@ const char *moe_catalog_default_path(void)
     return MOEDESK_CATALOG_SOURCE;
 }
 
-const char *moe_catalog_path(const MoeCatalog *c)
+const char *cli_catalog_path(const cli_catalog *c)
 {
     return c ? c->path : NULL;
 }
 
-void moe_catalog_free(MoeCatalog *c)
+void cli_catalog_free(cli_catalog *c)
 {
     if (!c)
         return;
@@ -48,45 +48,45 @@ void moe_catalog_free(MoeCatalog *c)
     g_free(c);
 }
 
-MoeCatalog *moe_catalog_load(const char *path, GError **error)
+cli_catalog *cli_catalog_load(const char *path, GError **error)
 {
     g_return_val_if_fail(path != NULL, NULL);
     g_autoptr(JsonParser) parser = json_parser_new();
     g_autoptr(GError) local = NULL;
     if (!json_parser_load_from_file(parser, path, &local)) {
-        g_set_error(error, MOE_CATALOG_ERROR, 1, "%s: %s", path, local->message);
+        g_set_error(error, CLI_CATALOG_ERROR, 1, "%s: %s", path, local->message);
         return NULL;
     }
     JsonNode *root = json_parser_get_root(parser);
     if (!root || !JSON_NODE_HOLDS_OBJECT(root)) {
-        g_set_error(error, MOE_CATALOG_ERROR, 1, "%s: the catalog is not a JSON object", path);
+        g_set_error(error, CLI_CATALOG_ERROR, 1, "%s: the catalog is not a JSON object", path);
         return NULL;
     }
     JsonObject *top = json_node_get_object(root);
     JsonNode *ver = json_object_get_member(top, "schema_version");
     if (!ver || !JSON_NODE_HOLDS_VALUE(ver) || json_node_get_value_type(ver) != G_TYPE_INT64 ||
         json_node_get_int(ver) != 1) {
-        g_set_error(error, MOE_CATALOG_ERROR, 1, "%s: schema_version is not 1", path);
+        g_set_error(error, CLI_CATALOG_ERROR, 1, "%s: schema_version is not 1", path);
         return NULL;
     }
     JsonNode *models = json_object_get_member(top, "models");
     if (!models || !JSON_NODE_HOLDS_ARRAY(models)) {
-        g_set_error(error, MOE_CATALOG_ERROR, 1, "%s: no \"models\" array", path);
+        g_set_error(error, CLI_CATALOG_ERROR, 1, "%s: no \"models\" array", path);
         return NULL;
     }
-    MoeCatalog *c = g_new0(MoeCatalog, 1);
+    cli_catalog *c = g_new0(cli_catalog, 1);
     c->path = g_strdup(path);
     c->models = json_node_get_array(models);
     c->parser = g_steal_pointer(&parser);
     return c;
 }
 
-guint moe_catalog_n_entries(const MoeCatalog *c)
+guint cli_catalog_n_entries(const cli_catalog *c)
 {
     return c ? json_array_get_length(c->models) : 0;
 }
 
-JsonObject *moe_catalog_entry_at(const MoeCatalog *c, guint i)
+JsonObject *cli_catalog_entry_at(const cli_catalog *c, guint i)
 {
     if (!c || i >= json_array_get_length(c->models))
         return NULL;
@@ -128,7 +128,7 @@ static gboolean member_int(JsonObject *o, const char *key, gint64 def, gint64 *o
     }
     if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_INT64 ||
         json_node_get_int(n) < 0) {
-        g_set_error(error, MOE_CATALOG_ERROR, 1, "catalog entry %s: %s is not a non-negative integer",
+        g_set_error(error, CLI_CATALOG_ERROR, 1, "catalog entry %s: %s is not a non-negative integer",
                     entry, key);
         return FALSE;
     }
@@ -164,7 +164,7 @@ static gboolean entry_has_repo(JsonObject *e, const char *name)
     return FALSE;
 }
 
-JsonObject *moe_catalog_find(MoeCatalog *c, const char *name)
+JsonObject *cli_catalog_find(cli_catalog *c, const char *name)
 {
     if (!c || !name)
         return NULL;
@@ -193,7 +193,7 @@ static gboolean fill_hparams(JsonObject *e, const char *id, moe_plan_model *m, G
 {
     JsonObject *hp = member_obj(e, "hparams");
     if (!hp) {
-        g_set_error(error, MOE_CATALOG_ERROR, 1, "catalog entry %s: no hparams object", id);
+        g_set_error(error, CLI_CATALOG_ERROR, 1, "catalog entry %s: no hparams object", id);
         return FALSE;
     }
     gint64 v[20];
@@ -243,7 +243,7 @@ static gboolean fill_groups(JsonObject *e, const char *id, moe_plan_model *m, GE
 {
     JsonObject *groups = member_obj(member_obj(e, "params"), "groups");
     if (!groups) {
-        g_set_error(error, MOE_CATALOG_ERROR, 1, "catalog entry %s: no params.groups object", id);
+        g_set_error(error, CLI_CATALOG_ERROR, 1, "catalog entry %s: no params.groups object", id);
         return FALSE;
     }
     for (int g = 0; g < MOE_GROUP_COUNT; g++) {
@@ -252,7 +252,7 @@ static gboolean fill_groups(JsonObject *e, const char *id, moe_plan_model *m, GE
         if (!member_int(groups, key, -1, &n, id, error))
             return FALSE;
         if (n < 0) {
-            g_set_error(error, MOE_CATALOG_ERROR, 1, "catalog entry %s: params.groups.%s is missing",
+            g_set_error(error, CLI_CATALOG_ERROR, 1, "catalog entry %s: params.groups.%s is missing",
                         id, key);
             return FALSE;
         }
@@ -282,14 +282,14 @@ static gboolean add_variant(moe_plan_model *m, const char *id, const char *name,
 {
     moe_err err = {{0}};
     if (moe_plan_model_add_variant(m, name, quant, bytes, estimated, &err) != MOE_OK) {
-        g_set_error(error, MOE_CATALOG_ERROR, 1, "catalog entry %s: %s", id, err.msg);
+        g_set_error(error, CLI_CATALOG_ERROR, 1, "catalog entry %s: %s", id, err.msg);
         return FALSE;
     }
     return TRUE;
 }
 
 static gboolean fill_gguf(JsonObject *e, const char *id, moe_plan_model *m,
-                          MoeCatalogSource *sources, GError **error)
+                          cli_variant_source *sources, GError **error)
 {
     JsonArray *gg = member_arr(member_obj(e, "sources"), "gguf");
     for (guint i = 0; gg && i < json_array_get_length(gg); i++) {
@@ -298,7 +298,7 @@ static gboolean fill_gguf(JsonObject *e, const char *id, moe_plan_model *m,
         const char *repo = member_str(r, "repo");
         JsonArray *quants = member_arr(r, "quants");
         if (!repo || !quants) {
-            g_set_error(error, MOE_CATALOG_ERROR, 1,
+            g_set_error(error, CLI_CATALOG_ERROR, 1,
                         "catalog entry %s: sources.gguf[%u] needs repo and quants", id, i);
             return FALSE;
         }
@@ -311,7 +311,7 @@ static gboolean fill_gguf(JsonObject *e, const char *id, moe_plan_model *m,
             if (!quant || !files || json_array_get_length(files) == 0 ||
                 !member_int(q, "size_bytes", 0, &size, id, error)) {
                 if (error && !*error)
-                    g_set_error(error, MOE_CATALOG_ERROR, 1,
+                    g_set_error(error, CLI_CATALOG_ERROR, 1,
                                 "catalog entry %s: %s quants[%u] needs quant, files and size_bytes",
                                 id, repo, k);
                 return FALSE;
@@ -337,7 +337,7 @@ static gboolean fill_gguf(JsonObject *e, const char *id, moe_plan_model *m,
     return TRUE;
 }
 
-gboolean moe_catalog_to_plan_model(JsonObject *e, moe_plan_model *m, MoeCatalogSource *sources,
+gboolean cli_catalog_to_plan_model(JsonObject *e, moe_plan_model *m, cli_variant_source *sources,
                                    GError **error)
 {
     g_return_val_if_fail(e != NULL && m != NULL, FALSE);
@@ -346,7 +346,7 @@ gboolean moe_catalog_to_plan_model(JsonObject *e, moe_plan_model *m, MoeCatalogS
         memset(sources, 0, sizeof *sources * MOE_PLAN_MAX_VARIANTS);
     const char *id = member_str(e, "id");
     if (!id) {
-        g_set_error(error, MOE_CATALOG_ERROR, 1, "catalog entry without an id");
+        g_set_error(error, CLI_CATALOG_ERROR, 1, "catalog entry without an id");
         return FALSE;
     }
     g_strlcpy(m->name, member_str(e, "name") ? member_str(e, "name") : id, sizeof m->name);
@@ -379,7 +379,7 @@ gboolean moe_catalog_to_plan_model(JsonObject *e, moe_plan_model *m, MoeCatalogS
     }
     moe_err err = {{0}};
     if (moe_plan_model_check(m, &err) != MOE_OK) {
-        g_set_error(error, MOE_CATALOG_ERROR, 1, "catalog entry %s: %s", id, err.msg);
+        g_set_error(error, CLI_CATALOG_ERROR, 1, "catalog entry %s: %s", id, err.msg);
         return FALSE;
     }
     return TRUE;
