@@ -5,9 +5,11 @@
  *
  *   1. Concurrency 1, 4 and 16: that many requests (random prompts, no
  *      shared prefix, greedy, a fixed number of tokens each) submitted at
- *      once into as many slots; aggregate generated tokens per second of
- *      wall time, time to first token (mean and worst), and the per-request
- *      decode rate the scheduler reports.
+ *      once into as many slots; generated tokens per second of wall time
+ *      (prompt evaluation included) and while all requests decode, time to
+ *      first token (mean and worst), the per-request decode rate the
+ *      scheduler reports (slowed by other requests' prompt chunks sharing
+ *      its steps), and the engine steps taken.
  *   2. A multi-turn chat: turn N+1 re-sends turns 1..N plus a new user
  *      message. Once with prefix reuse (the slot keeps the conversation's
  *      cells: only the new message is evaluated) and once cold (the same
@@ -33,6 +35,8 @@ static moe_type kv_type = MOE_TYPE_F16;
 
 typedef struct req {
     svc_gen *gen;
+    int64_t  t_first_text, t_last_text; /* main-thread arrival times */
+    GArray  *times;  /* arrival time of each token, or NULL */
     bool     done;
     bool     failed;
     int64_t  ttft_us, total_us, n_completion, n_cached;
@@ -49,6 +53,10 @@ static void on_text(svc_gen *g, const char *t, size_t len, int32_t tok,
     req *r = user;
     if (r->tokens)
         g_array_append_val(r->tokens, tok);
+    if (r->times) {
+        int64_t now = g_get_monotonic_time();
+        g_array_append_val(r->times, now);
+    }
 }
 
 static void on_done(svc_gen *g, const svc_gen_result *res, void *user)
@@ -133,9 +141,31 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Tokens per second while every request is decoding: from the last
+ * request's first token to the first request's last token, so prompt
+ * evaluation (which shares steps with decoding) is left out. */
+static double steady_decode_rate(const req *rs, int c)
+{
+    int64_t a = 0, b = INT64_MAX;
+    for (int i = 0; i < c; i++) {
+        const GArray *t = rs[i].times;
+        a = MAX(a, g_array_index(t, int64_t, 0));
+        b = MIN(b, g_array_index(t, int64_t, t->len - 1));
+    }
+    if (b <= a)
+        return 0;
+    int64_t n = 0;
+    for (int i = 0; i < c; i++)
+        for (guint k = 0; k < rs[i].times->len; k++) {
+            int64_t x = g_array_index(rs[i].times, int64_t, k);
+            n += x > a && x <= b;
+        }
+    return (double)n * 1e6 / (double)(b - a);
+}
+
 static void bench_concurrency(int c)
 {
-    double agg[16], ttft_mean[16], ttft_max[16], tps[16];
+    double agg[16], ttft_mean[16], ttft_max[16], tps[16], steady[16];
     svc_sched *s = new_sched(c, n_prompt + n_gen + 8);
     int32_t *prompts = g_new(int32_t, (size_t)c * n_prompt);
     req *rs = g_new0(req, c);
@@ -145,11 +175,15 @@ static void bench_concurrency(int c)
     submit(s, &rs[0], prompts, (size_t)n_prompt, 8);
     wait_all(1);
     svc_gen_unref(rs[0].gen);
+    svc_sched_stats st0;
+    svc_sched_get_stats(s, &st0);
     for (int round = 0; round < n_rounds; round++) {
         for (int i = 0; i < c; i++)
             random_tokens(prompts + (size_t)i * n_prompt, n_prompt,
                           (uint32_t)(1000 * round + i + 1));
         memset(rs, 0, sizeof(req) * (size_t)c);
+        for (int i = 0; i < c; i++)
+            rs[i].times = g_array_new(FALSE, FALSE, sizeof(int64_t));
         n_done = 0;
         int64_t t0 = g_get_monotonic_time();
         for (int i = 0; i < c; i++)
@@ -166,15 +200,18 @@ static void bench_concurrency(int c)
             svc_gen_unref(rs[i].gen);
         }
         agg[round] = (double)tokens * 1e6 / (double)(t1 - t0);
+        steady[round] = steady_decode_rate(rs, c);
+        for (int i = 0; i < c; i++)
+            g_array_unref(rs[i].times);
         ttft_mean[round] = tsum / c / 1000.0;
         ttft_max[round] = tmax / 1000.0;
         tps[round] = rate / c;
     }
     svc_sched_stats st;
     svc_sched_get_stats(s, &st);
-    printf("| %2d | %7.1f | %8.1f | %8.1f | %6.1f | %7.1f |\n", c, median(agg, n_rounds),
-           median(ttft_mean, n_rounds), median(ttft_max, n_rounds), median(tps, n_rounds),
-           median(tps, n_rounds) * c);
+    printf("| %d | %.1f | %.1f | %.0f | %.0f | %.1f | %llu |\n", c, median(agg, n_rounds),
+           median(steady, n_rounds), median(ttft_mean, n_rounds), median(ttft_max, n_rounds),
+           median(tps, n_rounds), (unsigned long long)((st.steps - st0.steps) / (uint64_t)n_rounds));
     fflush(stdout);
     g_free(prompts);
     g_free(rs);
@@ -296,8 +333,8 @@ int main(int argc, char **argv)
     mctx = g_main_context_new();
     printf("model %s (%s), %d threads, prompt %d, %d tokens each, median of %d rounds\n\n",
            path, moe_model_name(m), n_threads, n_prompt, n_gen, n_rounds);
-    printf("| conc. | aggregate tok/s | TTFT mean ms | TTFT max ms | decode tok/s per request | "
-           "decode tok/s x conc. |\n|---|---|---|---|---|---|\n");
+    printf("| concurrency | tok/s overall | tok/s decoding | TTFT mean ms | TTFT max ms | "
+           "decode tok/s per request | steps per round |\n|---|---|---|---|---|---|---|\n");
     bench_concurrency(1);
     bench_concurrency(4);
     bench_concurrency(16);
