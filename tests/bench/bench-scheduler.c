@@ -19,8 +19,12 @@
  * Built with the tests so it never rots; not run by `meson test` (numbers
  * go to docs/benchmarks.md with the command that made them).
  *
- * usage: bench-scheduler MODEL [-t THREADS] [-p PROMPT] [-n TOKENS]
+ *   3. The engine alone: one moe_decode of 1, 2, 3, 4, 8 and 16 sequences'
+ *      next tokens, to tell the scheduler's cost from the engine's.
+ *
+ * usage: bench-scheduler MODEL [-t THREADS] [-p PROMPT<=512] [-n TOKENS]
  *                              [-r ROUNDS] [--turns N] [--kv f16|q8_0]
+ *                              [--only batching|engine|chat]
  */
 #include "scheduler.h"
 
@@ -31,6 +35,7 @@
 static GMainContext *mctx;
 static const moe_model *model;
 static int n_threads = 2, n_prompt = 128, n_gen = 64, n_rounds = 3, n_turns = 6;
+static const char *only = ""; /* --only batching|chat|engine */
 static moe_type kv_type = MOE_TYPE_F16;
 
 typedef struct req {
@@ -312,6 +317,65 @@ static void bench_multiturn(void)
     g_array_unref(conv);
 }
 
+/* The engine alone, no scheduler: one moe_decode of n sequences' next
+ * tokens, for n = 1..16, so the scheduler's own cost and the engine's
+ * batched-decode scaling can be told apart. */
+static void bench_engine_steps(void)
+{
+    static const int sizes[] = {1, 2, 3, 4, 8, 16};
+    const int n_sizes = (int)(sizeof sizes / sizeof sizes[0]), n_seq = 16, steps = 8;
+    moe_context_params cp = moe_context_default_params();
+    cp.n_ctx = n_seq * (n_prompt + n_rounds * n_sizes * steps + 8);
+    cp.n_seq_max = n_seq;
+    cp.n_threads = n_threads;
+    cp.kv_type = kv_type;
+    moe_context *ctx = NULL;
+    moe_err err = {{0}};
+    if (moe_context_new(model, &cp, &ctx, &err) != MOE_OK) {
+        fprintf(stderr, "bench-scheduler: %s\n", err.msg);
+        exit(1);
+    }
+    moe_batch *b = moe_batch_new(512);
+    int32_t pos[16] = {0}, toks[512];
+    for (int q = 0; q < n_seq; q++) { /* each sequence gets a prompt first */
+        random_tokens(toks, n_prompt, (uint32_t)(3000 + q));
+        for (int i = 0; i < n_prompt;) {
+            moe_batch_clear(b);
+            for (; i < n_prompt && b->n_tokens < 512; i++)
+                moe_batch_add(b, toks[i], pos[q]++, q, false);
+            moe_decode(ctx, b, &err);
+        }
+    }
+    printf("\n| sequences per step | ms per step (median / best) | tok/s (median / best) |\n"
+           "|---|---|---|\n");
+    for (int k = 0; k < n_sizes; k++) {
+        double ms[16];
+        for (int round = 0; round < n_rounds; round++) {
+            int64_t t0 = g_get_monotonic_time();
+            for (int st = 0; st < steps; st++) {
+                moe_batch_clear(b);
+                random_tokens(toks, sizes[k], (uint32_t)(round * 100 + st));
+                for (int q = 0; q < sizes[k]; q++)
+                    moe_batch_add(b, toks[q], pos[q]++, q, true);
+                if (moe_decode(ctx, b, &err) != MOE_OK) {
+                    fprintf(stderr, "bench-scheduler: %s\n", err.msg);
+                    exit(1);
+                }
+            }
+            ms[round] = (double)(g_get_monotonic_time() - t0) / 1000.0 / steps;
+        }
+        double lo = ms[0];
+        for (int i = 1; i < n_rounds; i++)
+            lo = MIN(lo, ms[i]);
+        double med = median(ms, n_rounds);
+        printf("| %d | %.1f / %.1f | %.1f / %.1f |\n", sizes[k], med, lo,
+               sizes[k] * 1000.0 / med, sizes[k] * 1000.0 / lo);
+        fflush(stdout);
+    }
+    moe_batch_free(b);
+    moe_context_free(ctx);
+}
+
 int main(int argc, char **argv)
 {
     const char *path = NULL;
@@ -328,6 +392,8 @@ int main(int argc, char **argv)
             n_rounds = atoi(argv[++i]);
         else if (!strcmp(a, "--turns") && v)
             n_turns = atoi(argv[++i]);
+        else if (!strcmp(a, "--only") && v)
+            only = argv[++i];
         else if (!strcmp(a, "--kv") && v)
             kv_type = !strcmp(argv[++i], "q8_0") ? MOE_TYPE_Q8_0 : MOE_TYPE_F16;
         else if (a[0] != '-' && !path)
@@ -337,10 +403,11 @@ int main(int argc, char **argv)
             break;
         }
     }
-    if (!path || n_threads < 1 || n_prompt < 1 || n_gen < 2 || n_rounds < 1 || n_rounds > 16 ||
+    if (!path || n_threads < 1 || n_prompt < 1 || n_prompt > 512 || n_gen < 2 || n_rounds < 1 || n_rounds > 16 ||
         n_turns < 1 || n_turns > 64) {
         fprintf(stderr, "usage: bench-scheduler MODEL [-t THREADS] [-p PROMPT] [-n TOKENS] "
-                        "[-r ROUNDS<=16] [--turns N<=64] [--kv f16|q8_0]\n");
+                        "[-r ROUNDS<=16] [--turns N<=64] [--kv f16|q8_0]\n"
+                        "                       [--only batching|engine|chat]\n");
         return 2;
     }
     moe_err err = {{0}};
@@ -353,13 +420,18 @@ int main(int argc, char **argv)
     mctx = g_main_context_new();
     printf("model %s (%s), %d threads, prompt %d, %d tokens each, median of %d rounds\n\n",
            path, moe_model_name(m), n_threads, n_prompt, n_gen, n_rounds);
-    printf("| concurrency | tok/s overall (median / best) | tok/s decoding (median / best) | "
-           "TTFT mean ms | TTFT max ms | "
-           "decode tok/s per request | steps per round |\n|---|---|---|---|---|---|---|\n");
-    bench_concurrency(1);
-    bench_concurrency(4);
-    bench_concurrency(16);
-    bench_multiturn();
+    if (!only[0] || !strcmp(only, "batching")) {
+        printf("| concurrency | tok/s overall (median / best) | tok/s decoding (median / best) | "
+               "TTFT mean ms | TTFT max ms | "
+               "decode tok/s per request | steps per round |\n|---|---|---|---|---|---|---|\n");
+        bench_concurrency(1);
+        bench_concurrency(4);
+        bench_concurrency(16);
+    }
+    if (!only[0] || !strcmp(only, "engine"))
+        bench_engine_steps();
+    if (!only[0] || !strcmp(only, "chat"))
+        bench_multiturn();
     g_main_context_unref(mctx);
     moe_model_free(m);
     return 0;
