@@ -323,7 +323,7 @@ static void bench_multiturn(void)
 static void bench_engine_steps(void)
 {
     static const int sizes[] = {1, 2, 3, 4, 8, 16};
-    const int n_sizes = (int)(sizeof sizes / sizeof sizes[0]), n_seq = 16, steps = 8;
+    const int n_sizes = (int)(sizeof sizes / sizeof sizes[0]), n_seq = 16, steps = 16;
     moe_context_params cp = moe_context_default_params();
     cp.n_ctx = n_seq * (n_prompt + n_rounds * n_sizes * steps + 8);
     cp.n_seq_max = n_seq;
