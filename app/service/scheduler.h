@@ -26,9 +26,13 @@
  * between slots with moe_kv_seq_copy.) At least the last prompt token is
  * always evaluated, to get its logits.
  *
- * Determinism: greedy requests (temperature 0) give the same tokens whether
- * they run alone or batched with others (the engine's batched decode equals
- * single decode); sampled requests with a fixed seed are reproducible.
+ * Determinism: sampled requests with a fixed seed are reproducible for the
+ * same logits. Greedy requests give the same tokens alone or batched as far
+ * as the engine's logits for a token do not depend on the rest of its
+ * batch: exactly so with the scalar kernels (MOE_CPU_ISA=scalar); the
+ * AVX2/AVX-512 products sum in another order for batches of 4+ tokens than
+ * for 1-3, so logits move in the last bits and a near-tie between the top
+ * two tokens may go the other way (test-scheduler measures both).
  */
 #ifndef MOEDESK_SCHEDULER_H
 #define MOEDESK_SCHEDULER_H
