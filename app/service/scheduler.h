@@ -27,12 +27,9 @@
  * always evaluated, to get its logits.
  *
  * Determinism: sampled requests with a fixed seed are reproducible for the
- * same logits. Greedy requests give the same tokens alone or batched as far
- * as the engine's logits for a token do not depend on the rest of its
- * batch: exactly so with the scalar kernels (MOE_CPU_ISA=scalar); the
- * AVX2/AVX-512 products sum in another order for batches of 4+ tokens than
- * for 1-3, so logits move in the last bits and a near-tie between the top
- * two tokens may go the other way (test-scheduler measures both).
+ * same logits. Greedy requests give the same tokens alone or batched: the
+ * engine's logits for a token are bit-identical whatever else shares its
+ * batch, with every kernel set (test-batch-invariance, test-scheduler).
  */
 #ifndef MOEDESK_SCHEDULER_H
 #define MOEDESK_SCHEDULER_H
