@@ -117,9 +117,9 @@ static void gen_admit(svc_sched *s, svc_gen *g)
     g->prefilling = true;
     g->result.n_cached = keep;
     g->result.queue_us = g_get_monotonic_time() - g->t_submit;
-    /* Penalties see the prompt, as llama.cpp's server does. */
-    int64_t from = g->n_prompt > 4096 ? g->n_prompt - 4096 : 0;
-    for (int64_t i = from; i < g->n_prompt; i++)
+    /* Penalties see the prompt, as llama.cpp's server does (the sampler
+     * keeps only the last penalty_last_n). */
+    for (int64_t i = 0; i < g->n_prompt; i++)
         moe_sampler_accept(g->sampler, g->prompt[i]);
     g_ptr_array_add(s->running, g);
     g_mutex_lock(&s->lock);
@@ -291,7 +291,8 @@ static void step_run(svc_sched *s)
     moe_err err = {{0}};
     /* Requests in this batch; those finishing are ended after the step's
      * time is shared out. */
-    g_autoptr(GPtrArray) in_batch = g_ptr_array_new();
+    GPtrArray *in_batch = s->in_batch;
+    g_ptr_array_set_size(in_batch, 0);
     for (guint i = 0; i < s->running->len; i++) {
         svc_gen *g = g_ptr_array_index(s->running, i);
         if (g->batch_count > 0)
@@ -435,6 +436,7 @@ void sched_engine_free(svc_sched *s)
             g_free(s->slots[i].tokens);
     g_clear_pointer(&s->slots, g_free);
     g_clear_pointer(&s->running, g_ptr_array_unref);
+    g_clear_pointer(&s->in_batch, g_ptr_array_unref);
     g_clear_pointer(&s->logits, g_free);
     g_clear_pointer(&s->probs, g_free);
     if (s->text)

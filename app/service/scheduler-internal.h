@@ -130,6 +130,7 @@ struct svc_sched {
     moe_batch    *batch;
     sched_slot   *slots;     /* [n_parallel]                                */
     GPtrArray    *running;   /* svc_gen*, admission order                   */
+    GPtrArray    *in_batch;  /* scratch: the running requests in this step  */
     float        *logits;    /* [n_vocab] scratch for a constraint's mask  */
     moe_token_prob *probs;   /* [n_vocab] scratch for n_probs               */
     GString      *text;      /* scratch: one token's shown text             */

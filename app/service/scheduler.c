@@ -121,6 +121,7 @@ svc_sched *svc_sched_new(const moe_model *model, const svc_sched_params *params,
     for (int32_t i = 0; i < p.n_parallel; i++)
         s->slots[i].tokens = g_new(int32_t, p.n_ctx_per_seq);
     s->running = g_ptr_array_new();
+    s->in_batch = g_ptr_array_new();
     s->logits = g_new(float, s->n_vocab);
     s->probs = g_new(moe_token_prob, s->n_vocab);
     s->text = g_string_new(NULL);

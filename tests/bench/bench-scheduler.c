@@ -5,20 +5,26 @@
  *
  *   1. Concurrency 1, 4 and 16: that many requests (random prompts, no
  *      shared prefix, greedy, a fixed number of tokens each) submitted at
- *      once into as many slots; aggregate generated tokens per second of
- *      wall time, time to first token (mean and worst), and the per-request
- *      decode rate the scheduler reports.
+ *      once into as many slots; generated tokens per second of wall time
+ *      (prompt evaluation included) and while all requests decode, time to
+ *      first token (mean and worst), the per-request decode rate the
+ *      scheduler reports (slowed by other requests' prompt chunks sharing
+ *      its steps), and the engine steps taken.
  *   2. A multi-turn chat: turn N+1 re-sends turns 1..N plus a new user
- *      message. Once with one scheduler (the slot keeps the conversation's
- *      cells: only the new message is evaluated) and once cold (a fresh
- *      scheduler per turn, same prompts): time to first token and total
- *      time per turn, and the speed-up.
+ *      message. Once with prefix reuse (the slot keeps the conversation's
+ *      cells: only the new message is evaluated) and once cold (the same
+ *      prompts after a short request evicted the slot's cells): time to
+ *      first token and total time per turn, and the speed-up.
  *
  * Built with the tests so it never rots; not run by `meson test` (numbers
  * go to docs/benchmarks.md with the command that made them).
  *
- * usage: bench-scheduler MODEL [-t THREADS] [-p PROMPT] [-n TOKENS]
+ *   3. The engine alone: one moe_decode of 1, 2, 3, 4, 8 and 16 sequences'
+ *      next tokens, to tell the scheduler's cost from the engine's.
+ *
+ * usage: bench-scheduler MODEL [-t THREADS] [-p PROMPT<=512] [-n TOKENS]
  *                              [-r ROUNDS] [--turns N] [--kv f16|q8_0]
+ *                              [--only batching|engine|chat]
  */
 #include "scheduler.h"
 
@@ -29,10 +35,13 @@
 static GMainContext *mctx;
 static const moe_model *model;
 static int n_threads = 2, n_prompt = 128, n_gen = 64, n_rounds = 3, n_turns = 6;
+static const char *only = ""; /* --only batching|chat|engine */
 static moe_type kv_type = MOE_TYPE_F16;
 
 typedef struct req {
     svc_gen *gen;
+    int64_t  t_first_text, t_last_text; /* main-thread arrival times */
+    GArray  *times;  /* arrival time of each token, or NULL */
     bool     done;
     bool     failed;
     int64_t  ttft_us, total_us, n_completion, n_cached;
@@ -49,6 +58,10 @@ static void on_text(svc_gen *g, const char *t, size_t len, int32_t tok,
     req *r = user;
     if (r->tokens)
         g_array_append_val(r->tokens, tok);
+    if (r->times) {
+        int64_t now = g_get_monotonic_time();
+        g_array_append_val(r->times, now);
+    }
 }
 
 static void on_done(svc_gen *g, const svc_gen_result *res, void *user)
@@ -127,15 +140,45 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static double best(const double *v, int n)
+{
+    double b = v[0];
+    for (int i = 1; i < n; i++)
+        b = MAX(b, v[i]);
+    return b;
+}
+
 static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* Tokens per second while every request is decoding: from the last
+ * request's first token to the first request's last token, so prompt
+ * evaluation (which shares steps with decoding) is left out. */
+static double steady_decode_rate(const req *rs, int c)
+{
+    int64_t a = 0, b = INT64_MAX;
+    for (int i = 0; i < c; i++) {
+        const GArray *t = rs[i].times;
+        a = MAX(a, g_array_index(t, int64_t, 0));
+        b = MIN(b, g_array_index(t, int64_t, t->len - 1));
+    }
+    if (b <= a)
+        return 0;
+    int64_t n = 0;
+    for (int i = 0; i < c; i++)
+        for (guint k = 0; k < rs[i].times->len; k++) {
+            int64_t x = g_array_index(rs[i].times, int64_t, k);
+            n += x > a && x <= b;
+        }
+    return (double)n * 1e6 / (double)(b - a);
+}
+
 static void bench_concurrency(int c)
 {
-    double agg[16], ttft_mean[16], ttft_max[16], tps[16];
+    double agg[16], ttft_mean[16], ttft_max[16], tps[16], steady[16];
     svc_sched *s = new_sched(c, n_prompt + n_gen + 8);
     int32_t *prompts = g_new(int32_t, (size_t)c * n_prompt);
     req *rs = g_new0(req, c);
@@ -145,11 +188,15 @@ static void bench_concurrency(int c)
     submit(s, &rs[0], prompts, (size_t)n_prompt, 8);
     wait_all(1);
     svc_gen_unref(rs[0].gen);
+    svc_sched_stats st0;
+    svc_sched_get_stats(s, &st0);
     for (int round = 0; round < n_rounds; round++) {
         for (int i = 0; i < c; i++)
             random_tokens(prompts + (size_t)i * n_prompt, n_prompt,
                           (uint32_t)(1000 * round + i + 1));
         memset(rs, 0, sizeof(req) * (size_t)c);
+        for (int i = 0; i < c; i++)
+            rs[i].times = g_array_new(FALSE, FALSE, sizeof(int64_t));
         n_done = 0;
         int64_t t0 = g_get_monotonic_time();
         for (int i = 0; i < c; i++)
@@ -166,19 +213,38 @@ static void bench_concurrency(int c)
             svc_gen_unref(rs[i].gen);
         }
         agg[round] = (double)tokens * 1e6 / (double)(t1 - t0);
+        steady[round] = steady_decode_rate(rs, c);
+        for (int i = 0; i < c; i++)
+            g_array_unref(rs[i].times);
         ttft_mean[round] = tsum / c / 1000.0;
         ttft_max[round] = tmax / 1000.0;
         tps[round] = rate / c;
     }
     svc_sched_stats st;
     svc_sched_get_stats(s, &st);
-    printf("| %2d | %7.1f | %8.1f | %8.1f | %6.1f | %7.1f |\n", c, median(agg, n_rounds),
-           median(ttft_mean, n_rounds), median(ttft_max, n_rounds), median(tps, n_rounds),
-           median(tps, n_rounds) * c);
+    double agg_best = best(agg, n_rounds), steady_best = best(steady, n_rounds);
+    printf("| %d | %.1f / %.1f | %.1f / %.1f | %.0f | %.0f | %.1f | %llu |\n", c,
+           median(agg, n_rounds), agg_best, median(steady, n_rounds), steady_best,
+           median(ttft_mean, n_rounds), median(ttft_max, n_rounds),
+           median(tps, n_rounds), (unsigned long long)((st.steps - st0.steps) / (uint64_t)n_rounds));
     fflush(stdout);
     g_free(prompts);
     g_free(rs);
     svc_sched_free(s);
+}
+
+/* A short request whose first token differs from `avoid`: pages the
+ * weights in, and evicts the only slot's cached conversation. */
+static void run_other(svc_sched *s, int32_t avoid, uint32_t seed)
+{
+    int32_t toks[8];
+    random_tokens(toks, 8, seed);
+    toks[0] = (avoid + 1) % moe_model_n_vocab(model);
+    req e = {0};
+    n_done = 0;
+    submit(s, &e, toks, 8, 2);
+    wait_all(1);
+    svc_gen_unref(e.gen);
 }
 
 /* One chat: turn k's prompt is the system prompt, then for every earlier
@@ -195,6 +261,7 @@ static void bench_multiturn(void)
     int64_t cached[64];
 
     svc_sched *s = new_sched(1, n_ctx);
+    run_other(s, g_array_index(conv, int32_t, 0), 499);
     for (int t = 0; t < n_turns; t++) {
         int32_t user[64];
         random_tokens(user, n_user, (uint32_t)(100 + t));
@@ -214,18 +281,25 @@ static void bench_multiturn(void)
         svc_gen_unref(r.gen);
     }
     svc_sched_free(s);
+    /* Cold: the same prompts on a warm scheduler whose only slot first
+     * serves a short request with another first token, which evicts the
+     * conversation's cells (the slot's common prefix is then empty). */
+    s = new_sched(1, n_ctx);
     for (int t = 0; t < n_turns; t++) {
         GArray *p = g_ptr_array_index(prompts, t);
-        s = new_sched(1, n_ctx);
+        run_other(s, g_array_index(p, int32_t, 0), (uint32_t)(500 + t));
         req r = {0};
         n_done = 0;
         submit(s, &r, (const int32_t *)p->data, p->len, n_gen);
         wait_all(1);
+        if (r.n_cached != 0)
+            fprintf(stderr, "bench-scheduler: the cold turn %d found %lld tokens cached\n", t + 1,
+                    (long long)r.n_cached);
         cold_ttft[t] = (double)r.ttft_us / 1000.0;
         cold_total[t] = (double)r.total_us / 1000.0;
         svc_gen_unref(r.gen);
-        svc_sched_free(s);
     }
+    svc_sched_free(s);
     double sw = 0, sc = 0;
     printf("\n| turn | prompt | cached | TTFT warm ms | TTFT cold ms | total warm ms | total cold ms |\n"
            "|---|---|---|---|---|---|---|\n");
@@ -241,6 +315,65 @@ static void bench_multiturn(void)
            cold_ttft[n_turns - 1] / warm_ttft[n_turns - 1]);
     g_ptr_array_unref(prompts);
     g_array_unref(conv);
+}
+
+/* The engine alone, no scheduler: one moe_decode of n sequences' next
+ * tokens, for n = 1..16, so the scheduler's own cost and the engine's
+ * batched-decode scaling can be told apart. */
+static void bench_engine_steps(void)
+{
+    static const int sizes[] = {1, 2, 3, 4, 8, 16};
+    const int n_sizes = (int)(sizeof sizes / sizeof sizes[0]), n_seq = 16, steps = 16;
+    moe_context_params cp = moe_context_default_params();
+    cp.n_ctx = n_seq * (n_prompt + n_rounds * n_sizes * steps + 8);
+    cp.n_seq_max = n_seq;
+    cp.n_threads = n_threads;
+    cp.kv_type = kv_type;
+    moe_context *ctx = NULL;
+    moe_err err = {{0}};
+    if (moe_context_new(model, &cp, &ctx, &err) != MOE_OK) {
+        fprintf(stderr, "bench-scheduler: %s\n", err.msg);
+        exit(1);
+    }
+    moe_batch *b = moe_batch_new(512);
+    int32_t pos[16] = {0}, toks[512];
+    for (int q = 0; q < n_seq; q++) { /* each sequence gets a prompt first */
+        random_tokens(toks, n_prompt, (uint32_t)(3000 + q));
+        for (int i = 0; i < n_prompt;) {
+            moe_batch_clear(b);
+            for (; i < n_prompt && b->n_tokens < 512; i++)
+                moe_batch_add(b, toks[i], pos[q]++, q, false);
+            moe_decode(ctx, b, &err);
+        }
+    }
+    printf("\n| sequences per step | ms per step (median / best) | tok/s (median / best) |\n"
+           "|---|---|---|\n");
+    for (int k = 0; k < n_sizes; k++) {
+        double ms[16];
+        for (int round = 0; round < n_rounds; round++) {
+            int64_t t0 = g_get_monotonic_time();
+            for (int st = 0; st < steps; st++) {
+                moe_batch_clear(b);
+                random_tokens(toks, sizes[k], (uint32_t)(round * 100 + st));
+                for (int q = 0; q < sizes[k]; q++)
+                    moe_batch_add(b, toks[q], pos[q]++, q, true);
+                if (moe_decode(ctx, b, &err) != MOE_OK) {
+                    fprintf(stderr, "bench-scheduler: %s\n", err.msg);
+                    exit(1);
+                }
+            }
+            ms[round] = (double)(g_get_monotonic_time() - t0) / 1000.0 / steps;
+        }
+        double lo = ms[0];
+        for (int i = 1; i < n_rounds; i++)
+            lo = MIN(lo, ms[i]);
+        double med = median(ms, n_rounds);
+        printf("| %d | %.1f / %.1f | %.1f / %.1f |\n", sizes[k], med, lo,
+               sizes[k] * 1000.0 / med, sizes[k] * 1000.0 / lo);
+        fflush(stdout);
+    }
+    moe_batch_free(b);
+    moe_context_free(ctx);
 }
 
 int main(int argc, char **argv)
@@ -259,6 +392,8 @@ int main(int argc, char **argv)
             n_rounds = atoi(argv[++i]);
         else if (!strcmp(a, "--turns") && v)
             n_turns = atoi(argv[++i]);
+        else if (!strcmp(a, "--only") && v)
+            only = argv[++i];
         else if (!strcmp(a, "--kv") && v)
             kv_type = !strcmp(argv[++i], "q8_0") ? MOE_TYPE_Q8_0 : MOE_TYPE_F16;
         else if (a[0] != '-' && !path)
@@ -268,10 +403,11 @@ int main(int argc, char **argv)
             break;
         }
     }
-    if (!path || n_threads < 1 || n_prompt < 1 || n_gen < 2 || n_rounds < 1 || n_rounds > 16 ||
+    if (!path || n_threads < 1 || n_prompt < 1 || n_prompt > 512 || n_gen < 2 || n_rounds < 1 || n_rounds > 16 ||
         n_turns < 1 || n_turns > 64) {
         fprintf(stderr, "usage: bench-scheduler MODEL [-t THREADS] [-p PROMPT] [-n TOKENS] "
-                        "[-r ROUNDS<=16] [--turns N<=64] [--kv f16|q8_0]\n");
+                        "[-r ROUNDS<=16] [--turns N<=64] [--kv f16|q8_0]\n"
+                        "                       [--only batching|engine|chat]\n");
         return 2;
     }
     moe_err err = {{0}};
@@ -284,12 +420,18 @@ int main(int argc, char **argv)
     mctx = g_main_context_new();
     printf("model %s (%s), %d threads, prompt %d, %d tokens each, median of %d rounds\n\n",
            path, moe_model_name(m), n_threads, n_prompt, n_gen, n_rounds);
-    printf("| conc. | aggregate tok/s | TTFT mean ms | TTFT max ms | decode tok/s per request | "
-           "decode tok/s x conc. |\n|---|---|---|---|---|---|\n");
-    bench_concurrency(1);
-    bench_concurrency(4);
-    bench_concurrency(16);
-    bench_multiturn();
+    if (!only[0] || !strcmp(only, "batching")) {
+        printf("| concurrency | tok/s overall (median / best) | tok/s decoding (median / best) | "
+               "TTFT mean ms | TTFT max ms | "
+               "decode tok/s per request | steps per round |\n|---|---|---|---|---|---|---|\n");
+        bench_concurrency(1);
+        bench_concurrency(4);
+        bench_concurrency(16);
+    }
+    if (!only[0] || !strcmp(only, "engine"))
+        bench_engine_steps();
+    if (!only[0] || !strcmp(only, "chat"))
+        bench_multiturn();
     g_main_context_unref(mctx);
     moe_model_free(m);
     return 0;

@@ -228,13 +228,11 @@ static void fill_params(svc_gen_params *gp, svc_gen_constraint *k, GArray *gaps,
     gp->constraint = k;
 }
 
-/* With `exact`, the engine runs its scalar kernels, whose result for a
- * token does not depend on the other tokens of the batch, and batched must
- * equal alone token for token. The SIMD kernels (the default) compute a
- * batch of 4+ tokens with tiled products whose summation order differs
- * from the single-token ones, so logits differ in the last bits; there the
- * two runs must agree up to the first step where the best two logits were
- * nearly tied. */
+/* Batched must equal alone token for token, with the scalar kernels
+ * (`exact`) and with the default SIMD kernels: the engine's products sum
+ * every token's blocks in the same order whatever the batch holds
+ * (test-batch-invariance). On a failure the top-2 logit gaps at the first
+ * differing token are printed, to tell a near-tie flip from a real bug. */
 static void test_batched_equals_sequential(bool exact)
 {
     if (!exact)
@@ -310,11 +308,9 @@ static void test_batched_equals_sequential(bool exact)
             if (k < n) {
                 float ga = g_array_index(gaps_alone[i], float, k);
                 float gm = g_array_index(gaps_mixed[i], float, k);
-                fprintf(stderr, "request %d: differs at token %u, top-2 gaps %g / %g\n", i, k,
-                        ga, gm);
-                CHECK_MSG(ga < 0.5f && gm < 0.5f,
-                          "request %d: token %u differs where the top logits were %g / %g apart",
-                          i, k, ga, gm);
+                CHECK_MSG(false,
+                          "request %d: token %u differs batched (top-2 logit gaps %g / %g)", i,
+                          k, ga, gm);
             } else {
                 CHECK_EQ_INT(alone[i].tokens->len, mixed[i].tokens->len);
                 n_same++;
