@@ -452,6 +452,10 @@ void svc_call_reply_gerror(svc_call *call, const GError *e)
         default:
             break;
         }
+    } else if (e->domain == SVC_ERROR && e->code == SVC_ERROR_MODEL_NAME) {
+        svc_call_reply_error(call, 400, "invalid_request_error", "model", "invalid_model_name",
+                             "%s", e->message);
+        return;
     } else if (e->domain == SVC_ERROR && e->code == SVC_ERROR_MODEL_NOT_FOUND) {
         svc_call_reply_error(call, 404, "invalid_request_error", "model", "model_not_found", "%s",
                              e->message);

@@ -11,6 +11,8 @@
  */
 #include "svc-private.h"
 
+#include "guard.h"
+
 #include <library.h>
 #include <manifest.h>
 #include <string.h>
@@ -207,6 +209,14 @@ svc_model *svc_server_acquire_model(svc_server *srv, const char *name, GError **
             return svc_server_acquire_model(srv, srv->default_model, error);
         g_set_error(error, SVC_ERROR, SVC_ERROR_MODEL_NOT_FOUND,
                     "no model is loaded; name one or start the service with --model");
+        return NULL;
+    }
+    /* Names become folder names: nothing that could leave the models
+     * folder ("../x", "/etc/x", "C:x", control characters) gets that far. */
+    GError *ge = NULL;
+    if (!svc_guard_model_name_ok(name, &ge)) {
+        g_set_error(error, SVC_ERROR, SVC_ERROR_MODEL_NAME, "%s", ge->message);
+        g_error_free(ge);
         return NULL;
     }
     /* The --model file under its name, then an installed model. */

@@ -47,6 +47,7 @@ typedef enum {
     SVC_ERROR_MODEL_LOAD,      /* the model exists but could not be loaded (500) */
     SVC_ERROR_CONFIG,          /* bad settings or command line                  */
     SVC_ERROR_BIND,            /* could not listen                              */
+    SVC_ERROR_MODEL_NAME,      /* a model name that could escape the models folder (400) */
 } svc_error;
 
 /* How a route's errors look. */
