@@ -57,6 +57,7 @@ char *svc_api_fim_missing(const svc_prompt_model *pm);
 /* Endpoint families, called by svc_register_all (routes.c). */
 void svc_openai_register(svc_server *srv);
 void svc_anthropic_register(svc_server *srv);
+void svc_admin_register(svc_server *srv);
 void svc_ollama_register(svc_server *srv);   /* api-ollama.c: /api/...          */
 void svc_llamacpp_register(svc_server *srv); /* api-llamacpp.c: /completion ... */
 

@@ -146,6 +146,7 @@ int main(int argc, char **argv)
     o.allowed_hosts = (const char *const *)st->allowed_hosts;
     o.cors_origins = (const char *const *)st->cors_origins;
     o.keep_data_local = st->data_sensitivity == SVC_DATA_SENSITIVITY_HIGH;
+    o.settings_path = config; /* NULL: the default path, as loaded */
     svc_upstream *ups = g_new0(svc_upstream, st->upstreams->len + 1);
     for (guint i = 0; i < st->upstreams->len; i++) {
         const svc_upstream_cfg *u = g_ptr_array_index(st->upstreams, i);

@@ -11,6 +11,7 @@ void svc_register_all(svc_server *srv)
 {
     svc_openai_register(srv);
     svc_anthropic_register(srv);
+    svc_admin_register(srv);
     svc_ollama_register(srv);
     svc_llamacpp_register(srv);
     svc_manage_register(srv);

@@ -465,6 +465,7 @@ svc_server *svc_server_new(const svc_server_options *o, GError **error)
     srv->models_dir = g_strdup(o->models_dir);
     srv->usage_db = g_strdup(o->usage_db);
     srv->keys_db = g_strdup(o->keys_db);
+    srv->settings_path = g_strdup(o->settings_path);
     srv->metrics = svc_metrics_new();
     srv->n_parallel = o->n_parallel > 0 ? o->n_parallel : 4;
     srv->n_ctx = o->n_ctx;
@@ -635,6 +636,7 @@ void svc_server_free(svc_server *srv)
     g_free(srv->models_dir);
     g_free(srv->usage_db);
     g_free(srv->keys_db);
+    g_free(srv->settings_path);
     svc_keys_close(srv->keys);
     svc_metrics_free(srv->metrics);
     g_strfreev(srv->allowed_hosts);

@@ -21,6 +21,7 @@ typedef struct svc_server_options {
     const char *models_dir;     /* installed models (library), or NULL           */
     const char *usage_db;       /* usage.sqlite3 path; NULL: no metering          */
     const char *keys_db;        /* keys.sqlite3 path; NULL: the default one       */
+    const char *settings_path;  /* service.json the management API edits; NULL: default */
     int32_t     n_parallel;     /* scheduler slots                               */
     int32_t     n_ctx;          /* per sequence; 0: model default, <= 4096       */
     int32_t     n_threads;

@@ -26,6 +26,7 @@ struct svc_server {
     char *models_dir;
     char *usage_db;
     char *keys_db;
+    char *settings_path;
     int32_t n_parallel, n_ctx, n_threads, queue_max;
     gint64 request_timeout_ms, header_timeout_ms, idle_unload_s;
     gsize max_body_bytes;
