@@ -154,7 +154,7 @@ os.chmod(os.path.join(bindir, "moedesk"), 0o755)
 with Bus() as bus:
     env = {"DBUS_SESSION_BUS_ADDRESS": bus.address, "TRAY_TEST_MARKER": marker,
            "PATH": bindir + os.pathsep + os.environ.get("PATH", "/usr/bin:/bin")}
-    svc = Service(exe, model=model, args=["--idle-unload", "2"], env=env)
+    svc = Service(exe, model=model, args=["--idle-unload", "2"], env=env, tray=True)
     svc.start()
     name = "org.kde.StatusNotifierItem-%d-1" % svc.proc.pid
     url = "http://127.0.0.1:%d" % svc.port
@@ -270,7 +270,7 @@ with Bus() as bus:
     # -- --no-tray: nothing on the bus, nothing registered, no tray log line
     wproc, wlines = bus.watcher()
     t.check(wlines.expect(r"^ready$") is not None, "watcher for --no-tray")
-    with Service(exe, model=model, args=["--no-tray"], env=env) as quiet:
+    with Service(exe, model=model, args=["--no-tray"], env=env, tray=True) as quiet:
         st, _, _ = quiet.request("GET", "/health")
         t.eq(st, 200, "--no-tray serves")
         time.sleep(1.0)
@@ -279,7 +279,7 @@ with Bus() as bus:
     t.check(wlines.expect(r"^registered", timeout=0.5) is None, "--no-tray: nothing registered")
     t.check(not any("tray" in line for line in quiet.stderr_lines), "--no-tray: no tray log line")
     # ... and a service started while the watcher is up registers at once
-    with Service(exe, model=model, env=env) as early:
+    with Service(exe, model=model, env=env, tray=True) as early:
         m = wlines.expect(r"^registered (\S+) ")
         t.check(m is not None and m.group(1) == "org.kde.StatusNotifierItem-%d-1" % early.proc.pid,
                 "watcher present at start: item registered (saw %r)" % wlines.seen)
@@ -300,7 +300,7 @@ for label, bus_env in [("bus address pointing nowhere",
             e["XDG_RUNTIME_DIR"] = runtime
             e.update(bus_env or {})
             return e
-    with NoBus(exe, model=model) as nb:
+    with NoBus(exe, model=model, tray=True) as nb:
         st, _, _ = nb.request("GET", "/health")
         t.eq(st, 200, "%s: serves" % label)
         chat(nb)
