@@ -3,6 +3,10 @@
  * serve until SIGTERM/SIGINT, then stop cleanly (running requests get a
  * grace period, the usage database is flushed).
  *
+ * A tray icon (tray.h) shows the model and URL and offers "Quit MoeDesk",
+ * which stops the service exactly as SIGTERM does; `--no-tray` hides it,
+ * and without a session bus there is simply none.
+ *
  * Scripts and tests rely on: `--port P` (0 = any free port) and
  * `--model FILE.gguf`; the first line on stdout is
  * "moedesk-service listening on http://HOST:PORT" once requests can be
@@ -10,6 +14,7 @@
  */
 #include "server.h"
 #include "settings.h"
+#include "tray.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -78,6 +83,33 @@ static gboolean on_signal(gpointer data)
     return G_SOURCE_CONTINUE;
 }
 
+static void on_tray_quit(gpointer data)
+{
+    g_main_loop_quit(data);
+}
+
+/* The tray's status line follows the loaded model (loads, switches and
+ * idle unloads happen in server code on this thread); set_status only
+ * signals the desktop when something changed. */
+typedef struct {
+    svc_tray *tray;
+    svc_server *srv;
+    char *url;
+} tray_poll;
+
+static const char *current_model_name(svc_server *srv)
+{
+    svc_model *m = svc_server_current_model(srv);
+    return m ? m->name : NULL;
+}
+
+static gboolean on_tray_poll(gpointer data)
+{
+    tray_poll *tp = data;
+    svc_tray_set_status(tp->tray, current_model_name(tp->srv), tp->url);
+    return G_SOURCE_CONTINUE;
+}
+
 int main(int argc, char **argv)
 {
     svc_server_options o;
@@ -86,7 +118,7 @@ int main(int argc, char **argv)
     char *host = NULL, *model = NULL, *name = NULL, *usage_db = NULL, *config = NULL;
     int parallel = 0, n_ctx = 0, threads = 0, queue = 0, timeout_s = 0, idle_s = 0;
     int header_timeout_ms = 0;
-    gboolean no_usage = FALSE;
+    gboolean no_usage = FALSE, no_tray = FALSE;
     GOptionEntry entries[] = {
         {"config", 0, 0, G_OPTION_ARG_FILENAME, &config, "Settings file (default: the config dir's moedesk/service.json)", "FILE"},
         {"port", 'p', 0, G_OPTION_ARG_INT, &port, "Port to listen on (default 11435; 0: any free port)", "P"},
@@ -102,6 +134,7 @@ int main(int argc, char **argv)
         {"header-timeout", 0, 0, G_OPTION_ARG_INT, &header_timeout_ms, "Close connections whose request has not fully arrived after MS milliseconds (default 30000)", "MS"},
         {"usage-db", 0, 0, G_OPTION_ARG_FILENAME, &usage_db, "Usage database (default: data dir's usage.sqlite3)", "FILE"},
         {"no-usage", 0, 0, G_OPTION_ARG_NONE, &no_usage, "Do not record usage", NULL},
+        {"no-tray", 0, 0, G_OPTION_ARG_NONE, &no_tray, "Do not show a tray icon", NULL},
         {NULL, 0, 0, 0, NULL, NULL, NULL},
     };
     GOptionContext *oc = g_option_context_new("- MoeDesk's local model service");
@@ -194,9 +227,19 @@ int main(int argc, char **argv)
     char *url = g_strdup_printf("http://%s:%u", o.host, svc_server_port(srv));
     instance_record(lock_fd, url);
     printf("moedesk-service listening on %s\n", url);
-    g_free(url);
     fflush(stdout);
+    tray_poll tp = {NULL, srv, url};
+    guint poll_id = 0;
+    if (!no_tray) {
+        tp.tray = svc_tray_new(current_model_name(srv), url, on_tray_quit, loop);
+        poll_id = g_timeout_add_seconds(1, on_tray_poll, &tp);
+    }
     g_main_loop_run(loop);
+    /* The icon goes first: a second Quit cannot arrive while stopping. */
+    if (poll_id)
+        g_source_remove(poll_id);
+    svc_tray_free(tp.tray);
+    g_free(url);
     g_message("stopping: finishing running requests");
     svc_server_stop(srv, 10000);
     svc_server_free(srv);

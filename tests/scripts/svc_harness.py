@@ -3,8 +3,10 @@
 Each Service runs in a throw-away home (XDG_DATA_HOME, XDG_CONFIG_HOME,
 XDG_CACHE_HOME and MOEDESK_DATA_DIR under a temporary directory), listens
 on a free loopback port (--port 0; the port is read from the first stdout
-line) and is stopped with SIGTERM, which must exit 0. Stdlib only, so the
-tests run with Debian's /usr/bin/python3.
+line) and is stopped with SIGTERM, which must exit 0. It runs with
+--no-tray unless tray=True, so a test run on a desktop does not put icons
+on the user's panel. Stdlib only, so the tests run with Debian's
+/usr/bin/python3.
 
     with Service(service_exe, model=demo_gguf) as svc:
         status, headers, body = svc.request("GET", "/health")
@@ -24,10 +26,11 @@ import time
 
 
 class Service:
-    def __init__(self, exe, model=None, args=(), env=None, home=None, start_timeout=60):
+    def __init__(self, exe, model=None, args=(), env=None, home=None, start_timeout=60,
+                 tray=False):
         self.exe = exe
         self.model = model
-        self.args = list(args)
+        self.args = list(args) + ([] if tray else ["--no-tray"])
         self.extra_env = env or {}
         self._own_home = home is None
         self.home = home or tempfile.mkdtemp(prefix="moedesk-svc-")
