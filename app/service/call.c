@@ -318,7 +318,22 @@ char *svc_json_to_string(JsonNode *node)
     json_generator_set_root(gen, node);
     char *s = json_generator_to_data(gen, NULL);
     g_object_unref(gen);
-    return s;
+    /* json-glib 1.6 (Debian 12) writes U+001F unescaped, which makes the
+     * text invalid JSON (a model can produce that byte). Compact output
+     * has no raw control bytes outside strings, so escaping every one is
+     * safe. */
+    if (!strpbrk(s, "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f"
+                    "\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f"))
+        return s;
+    GString *out = g_string_sized_new(strlen(s) + 16);
+    for (const char *p = s; *p; p++) {
+        if ((unsigned char)*p < 0x20)
+            g_string_append_printf(out, "\\u%04x", (unsigned char)*p);
+        else
+            g_string_append_c(out, *p);
+    }
+    g_free(s);
+    return g_string_free(out, FALSE);
 }
 
 JsonNode *svc_json_parse(const char *text, gssize len, GError **error)

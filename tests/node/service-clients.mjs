@@ -26,7 +26,7 @@ async function startService(modelPath) {
   const env = { ...process.env, HOME: home, XDG_DATA_HOME: join(home, 'data'),
                 XDG_CONFIG_HOME: join(home, 'config'), XDG_CACHE_HOME: join(home, 'cache'),
                 MOEDESK_DATA_DIR: join(home, 'data', 'moedesk') };
-  const proc = spawn(exe, ['--port', '0', '--model', modelPath], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(exe, ['--port', '0', '--no-tray', '--model', modelPath], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', d => { stderr += d; });
   const rl = readline.createInterface({ input: proc.stdout });
