@@ -48,7 +48,7 @@ function startService() {
     MOEDESK_DATA_DIR: join(home, 'data', 'moedesk'),
     G_DEBUG: 'fatal-criticals',
   };
-  const proc = spawn(exe, ['--port', '0', '--model', modelPath], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(exe, ['--port', '0', '--no-tray', '--model', modelPath], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (d) => { stderr += d; });
   return new Promise((resolve, reject) => {
