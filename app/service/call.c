@@ -39,10 +39,25 @@ static void call_mark_gone(svc_call *call)
     if (!call->error_kind)
         call->error_kind = g_strdup("client_disconnected");
     g_cancellable_cancel(call->cancellable);
+    /* A paused message does not read its socket, so libsoup would never
+     * notice the client left: a call waiting for a whole (non-streamed)
+     * answer would stay open for good, and its usage row would never be
+     * written. End the exchange now (nobody reads the answer). */
+    if (!call->finished && call->paused && !call->streaming &&
+        soup_server_message_get_status(call->msg) == 0) {
+        soup_server_message_set_status(call->msg, 499, "Client Closed Request");
+        soup_message_headers_replace(soup_server_message_get_response_headers(call->msg),
+                                     "Connection", "close");
+        soup_server_message_unpause(call->msg);
+    }
 }
 
 /* Peeks one byte: 0 bytes read means the peer closed its side. Pipelined
- * data or "would block" both mean the client is still there. */
+ * data or nothing to read both mean the client is still there. libsoup
+ * leaves the GSocket in blocking mode (its streams read with explicit
+ * non-blocking calls), so the peek runs only when the socket is readable:
+ * a blocking peek would stall the main loop until the client sent
+ * something or gave up. */
 static gboolean call_liveness_tick(gpointer data)
 {
     svc_call *call = data;
@@ -51,13 +66,20 @@ static gboolean call_liveness_tick(gpointer data)
     GSocket *sock = soup_server_message_get_socket(call->msg);
     if (!sock)
         return G_SOURCE_CONTINUE;
-    char byte;
-    GInputVector vec = {&byte, 1};
-    gint flags = G_SOCKET_MSG_PEEK;
-    GError *err = NULL;
-    gssize n = g_socket_receive_message(sock, NULL, &vec, 1, NULL, NULL, &flags, NULL, &err);
-    gboolean closed = n == 0 || (n < 0 && !g_error_matches(err, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK));
-    g_clear_error(&err);
+    GIOCondition cond = g_socket_condition_check(sock, G_IO_IN | G_IO_HUP | G_IO_ERR);
+    if (!cond)
+        return G_SOURCE_CONTINUE;
+    gboolean closed = (cond & (G_IO_HUP | G_IO_ERR)) != 0;
+    if (!closed) {
+        char byte;
+        GInputVector vec = {&byte, 1};
+        gint flags = G_SOCKET_MSG_PEEK;
+        GError *err = NULL;
+        gssize n = g_socket_receive_message(sock, NULL, &vec, 1, NULL, NULL, &flags, NULL, &err);
+        closed = n == 0 ||
+                 (n < 0 && !g_error_matches(err, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK));
+        g_clear_error(&err);
+    }
     if (closed) {
         call->liveness_source = 0;
         call_mark_gone(call);
