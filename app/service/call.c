@@ -383,9 +383,30 @@ static JsonNode *error_node(svc_err_style style, const char *type, const char *p
     return n;
 }
 
+/* A stream whose first chunk has not been queued has sent nothing yet
+ * (stream_begin holds the message until then): an error that comes first
+ * (queue full, prompt too long, shutdown) can still be a plain answer with
+ * its own status and headers, as for a non-streamed request, instead of an
+ * error event under "200 OK". */
+static void call_unstream_if_unsent(svc_call *call)
+{
+    if (!call->streaming || call->stream_written || call->stream_ended || !call_can_answer(call))
+        return;
+    SoupMessageHeaders *h = soup_server_message_get_response_headers(call->msg);
+    /* Back to what libsoup set up for a new message (the length is filled
+     * in from the body when the headers are written). */
+    soup_message_headers_set_encoding(h, SOUP_ENCODING_CONTENT_LENGTH);
+    soup_message_headers_remove(h, "Content-Type");
+    soup_message_headers_remove(h, "Cache-Control");
+    soup_message_headers_remove(h, "X-Accel-Buffering");
+    call->streaming = FALSE;
+    call->is_sse = FALSE;
+}
+
 void svc_call_reply_error(svc_call *call, guint status, const char *type, const char *param,
                           const char *code, const char *fmt, ...)
 {
+    call_unstream_if_unsent(call);
     va_list ap;
     va_start(ap, fmt);
     char *message = g_strdup_vprintf(fmt, ap);
@@ -412,6 +433,7 @@ void svc_call_reply_gerror(svc_call *call, const GError *e)
     if (e->domain == SVC_SCHED_ERROR) {
         switch ((svc_sched_error)e->code) {
         case SVC_SCHED_ERROR_QUEUE_FULL:
+            call_unstream_if_unsent(call);
             if (!call->streaming)
                 soup_message_headers_replace(soup_server_message_get_response_headers(call->msg),
                                              "Retry-After", "1");
@@ -487,6 +509,7 @@ gboolean svc_call_stream_write(svc_call *call, const char *data, gssize len)
         return TRUE;
     SoupMessageBody *body = soup_server_message_get_response_body(call->msg);
     soup_message_body_append(body, SOUP_MEMORY_COPY, data, (gsize)len);
+    call->stream_written = TRUE;
     call_unpause(call);
     return TRUE;
 }
