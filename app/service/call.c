@@ -317,6 +317,22 @@ char *svc_json_to_string(JsonNode *node)
     json_generator_set_root(gen, node);
     char *s = json_generator_to_data(gen, NULL);
     g_object_unref(gen);
+    /* json-glib 1.6 (Debian 12) escapes control characters below 0x1f
+     * only, so a token containing U+001F came out raw and the answer was
+     * not JSON. Outside strings the generator never writes control bytes,
+     * and 0x1f is never part of a multi-byte UTF-8 sequence, so every
+     * such byte can be escaped here. */
+    if (s && strchr(s, 0x1f)) {
+        GString *out = g_string_sized_new(strlen(s) + 16);
+        for (const char *p = s; *p; p++) {
+            if (*p == 0x1f)
+                g_string_append(out, "\\u001f");
+            else
+                g_string_append_c(out, *p);
+        }
+        g_free(s);
+        s = g_string_free(out, FALSE);
+    }
     return s;
 }
 
