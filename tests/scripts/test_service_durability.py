@@ -3,8 +3,9 @@ moedesk-service stops, dies or changes its model (issue #5: clean
 shutdown, metering after kill -9, model switching and idle unloading):
 
   a. SIGTERM while requests run: the running and queued ones finish within
-     the grace period (10 s) or are cancelled after it; new requests get
-     503; the process exits 0; every request has its usage row.
+     the grace period (10 s: short requests all do) or are cancelled after
+     it (more work than 10 s); new requests get 503; the process exits 0;
+     every request has its usage row.
   b. kill -9 while requests run: every request that finished more than a
      second before the kill has its row (the store commits every 250 ms);
      the database passes integrity_check; a restarted service appends.
@@ -63,12 +64,15 @@ def outcome(status, data, stream):
             try:
                 e = json.loads(d).get("error")
             except ValueError:
-                e = None
+                return "bad answer", d[:100]
             if e:
                 return "cancelled", e.get("code")
         return "cancelled", None
     if status == 200:
-        json.loads(data)["choices"][0]
+        try:
+            json.loads(data)["choices"][0]
+        except (ValueError, KeyError, TypeError, IndexError):
+            return "bad answer", data[:100]
         return "ok", None
     try:
         return "cancelled", json.loads(data)["error"]["code"]
@@ -135,13 +139,14 @@ t.eq(sorted(r["http_status"] for r in rows if r["client"].startswith("term-a1-")
 
 # ---- a2. SIGTERM: more work than the grace period allows is cancelled -------
 svc = Service(exe, model=model, args=["--parallel", "1", "--queue", "32"]).start()
-N2 = 10
+N2 = 16
 out = [None] * N2
-# With its end tokens banned each request makes 3,000 tokens (1.5-3 s here),
-# so ten of them one at a time outlast the 10 s grace period.
+# With its end tokens banned each request makes 4,000 tokens (2-3 s here
+# alone, 10 s and more with other tests running), so sixteen of them one at
+# a time outlast the 10 s grace period on any machine.
 bias = end_token_bias()
 t.eq(len(bias), 2, "a2: the demo model's end tokens")
-ths = fire(svc, [body("Long story %d" % i, 3000, stream=i % 2 == 1, temperature=1.0, seed=i,
+ths = fire(svc, [body("Long story %d" % i, 4000, stream=i % 2 == 1, temperature=1.0, seed=i,
                       bias=bias) for i in range(N2)], out, "term-a2")
 t.check(wait_accepted(svc, N2), "a2: all requests accepted before SIGTERM")
 t0 = time.monotonic()
@@ -151,7 +156,7 @@ stop_s = time.monotonic() - t0
 for th in ths:
     th.join(60)
 t.eq(rc, 0, "a2: exit 0 after SIGTERM with requests cut short")
-t.check(stop_s < 20, "a2: stopped within grace + cancel time (%.1f s)" % stop_s)
+t.check(9.5 <= stop_s < 20, "a2: waited the grace period, then stopped (%.1f s)" % stop_s)
 t.check(all(o is not None for o in out), "a2: every client got an answer or a closed connection")
 outs = [outcome(o[0], o[1], o[2]) if o and o[0] is not None else ("closed", None)
         for o in out]
@@ -159,7 +164,7 @@ n_ok = sum(1 for o in outs if o[0] == "ok")
 n_cut = sum(1 for o in outs if o[0] != "ok")
 print("a2: stopped %.1f s after SIGTERM: %d finished, %d cancelled %r"
       % (stop_s, n_ok, n_cut, sorted(set(o[1] for o in outs if o[0] != "ok"), key=str)))
-t.check(n_ok >= 1, "a2: the running request finished during the grace period")
+t.eq([o for o in outs if o[0] == "bad answer"], [], "a2: answers are well-formed")
 t.check(n_cut >= 1, "a2: what could not finish was cancelled")
 for (st, data, stream, _), o in zip(out, outs):
     if o[0] != "ok" and st is not None and not stream:
