@@ -13,6 +13,7 @@
  */
 #include "svc-private.h"
 
+#include "json-write.h"
 #include "metrics.h"
 
 #include <stdarg.h>
@@ -313,27 +314,7 @@ void svc_call_reply_text(svc_call *call, guint status, const char *content_type,
 
 char *svc_json_to_string(JsonNode *node)
 {
-    JsonGenerator *gen = json_generator_new();
-    json_generator_set_root(gen, node);
-    char *s = json_generator_to_data(gen, NULL);
-    g_object_unref(gen);
-    /* json-glib 1.6 (Debian 12) escapes control characters below 0x1f
-     * only, so a token containing U+001F came out raw and the answer was
-     * not JSON. Outside strings the generator never writes control bytes,
-     * and 0x1f is never part of a multi-byte UTF-8 sequence, so every
-     * such byte can be escaped here. */
-    if (s && strchr(s, 0x1f)) {
-        GString *out = g_string_sized_new(strlen(s) + 16);
-        for (const char *p = s; *p; p++) {
-            if (*p == 0x1f)
-                g_string_append(out, "\\u001f");
-            else
-                g_string_append_c(out, *p);
-        }
-        g_free(s);
-        s = g_string_free(out, FALSE);
-    }
-    return s;
+    return svc_json_write(node);
 }
 
 JsonNode *svc_json_parse(const char *text, gssize len, GError **error)
