@@ -5,6 +5,7 @@ first one's service.json (issue #5, "Upstreams"):
   - chat whole and streamed through the first service give the same greedy
     text as asking the second directly; the explicit "cluster/remote-demo"
     prefix works; the usage chunk is passed on only when asked for;
+  - a message containing U+001F is served locally and forwarded;
   - the first service's usage rows have route "cluster" and the upstream's
     token counts; the second records the upstream key's name as caller;
   - the upstream's key never appears in the first service's log or answers;
@@ -73,8 +74,8 @@ def free_port():
 seen = []  # every answer body and header block from the first services
 
 
-def ask(svc, b, path="/v1/chat/completions"):
-    st, hdrs, data = svc.request("POST", path, b, headers={"User-Agent": "upstream-test"})
+def ask(svc, b, path="/v1/chat/completions", ua="upstream-test"):
+    st, hdrs, data = svc.request("POST", path, b, headers={"User-Agent": ua})
     seen.append(data)
     seen.append(json.dumps(hdrs).encode())
     return st, hdrs, data
@@ -140,6 +141,12 @@ with Service(exe, model=model, home=home_with_settings({"upstreams": upstreams})
     st, _, data = ask(svc, chat_body(LOCAL, q))
     t.eq(st, 200, "local model still local")
 
+    # U+001F (which json-glib 1.6 writes raw) in a message: the chat
+    # template's input here and the forwarded body there stay JSON.
+    for name in (LOCAL, "remote-demo"):
+        st, _, data = ask(svc, chat_body(name, "unit\x1fseparator"), ua="upstream-test-us")
+        t.eq(st, 200, "%s: a message with U+001F (%r)" % (name, data[:120]))
+
     # Errors: wrong key, unreachable upstream; streamed requests alike.
     for name, code in [("badkey/remote-demo", "upstream_auth"), ("dead-model", "upstream_unreachable")]:
         for stream in (False, True):
@@ -157,18 +164,20 @@ with Service(exe, model=model, home=home_with_settings({"upstreams": upstreams})
 log = "".join(svc.stderr_lines)
 rows = svc.usage_rows()
 fwd_rows = [r for r in rows if r["route"] == "cluster"]
-t.eq(len(fwd_rows), 5, "rows routed to cluster")
+t.eq(len(fwd_rows), 6, "rows routed to cluster")
 t.check(all(r["http_status"] == 200 for r in fwd_rows), "cluster rows are 200")
-w = [r for r in fwd_rows if r["model"] == "remote-demo" and r["endpoint"] == "/v1/chat/completions"]
+w = [r for r in fwd_rows if r["model"] == "remote-demo" and r["endpoint"] == "/v1/chat/completions"
+     and r["client"] == "upstream-test"]
 t.check(all(r["prompt_tokens"] == usage_whole["prompt_tokens"] and
             r["completion_tokens"] == usage_whole["completion_tokens"] for r in w),
         "cluster rows carry the upstream's token counts (%r)"
         % [(r["prompt_tokens"], r["completion_tokens"]) for r in w])
-t.check(all(r["ttft_ms"] >= 0 for r in w if r["id"] != w[0]["id"]), "streams have a TTFT")
+t.eq(len(w), 3, "rows of the forwarded chats (whole, stream, stream with usage)")
+t.check(all(r["ttft_ms"] is not None and r["ttft_ms"] >= 0 for r in w[1:]), "streams have a TTFT")
 errs = {(r["route"], r["http_status"], r["error_kind"]) for r in rows if r["http_status"] == 502}
 t.eq(errs, {("badkey", 502, "upstream_auth"), ("deadend", 502, "upstream_unreachable")},
      "error rows: route and error kind")
-t.eq(len(rows), 10, "one row per request")
+t.eq(len(rows), 12, "one row per request")
 # The key: never logged, never returned.
 for secret in (key, "A" * 43, "sk-dead"):
     t.check(secret not in log, "upstream key not in the log")
@@ -231,7 +240,7 @@ t.eq(len(spill.usage_rows()), routes.count("spill"),
 rr = remote.usage_rows()
 t.check(len(rr) >= 6 and all(r["caller"] in ("cluster", "anonymous") for r in rr),
         "upstream rows: callers")
-t.eq(sum(1 for r in rr if r["caller"] == "cluster"), 5,
+t.eq(sum(1 for r in rr if r["caller"] == "cluster"), 6,
      "upstream saw the forwarded requests with the key's name as caller")
 t.eq(sum(1 for r in rr if r["http_status"] == 401), 2, "upstream refused the wrong key")
 t.done()
