@@ -8,9 +8,9 @@ machine (issue #5, "Benchmarks"), for docs/benchmarks.md:
      the client's time from sending the request to the first SSE bytes,
      against `moedesk-cli bench -p N -n 0`'s prefill time for the same number
      of evaluated tokens (the CLI samples the first token from exactly that
-     forward pass). Blocks of CLI repetitions and HTTP requests alternate,
-     so load from other jobs hits both alike. Overhead = HTTP - engine
-     (medians, and P95s).
+     forward pass). Short blocks of CLI repetitions and HTTP requests
+     alternate, so load from other jobs hits both alike; the overhead is
+     the median over blocks of (HTTP median - engine median).
   2. Aggregate throughput at 1, 4 and 16 concurrent streamed chat requests
      (16 slots, distinct prompts, end tokens banned so each makes exactly
      --gen tokens): completion tokens per second of wall time, TTFT and
@@ -156,20 +156,27 @@ def bench_ttft(args, model):
             return r["ttft"] * 1000.0, u["prompt_tokens"] - u["prompt_tokens_details"]["cached_tokens"]
         for i in range(5):
             one(i)  # warm-up: pages the weights in
-        http, evaluated, engine = [], [], []
+        http, evaluated, engine, diffs = [], [], [], []
         n_eval = one(5)[1]
-        blocks = max(1, args.reps // 20)
-        for block in range(blocks):
+        # Short alternating blocks, so a change in the machine's load (other
+        # jobs) hits both sides of a block alike; the overhead is the median
+        # of the blocks' differences.
+        size = args.block
+        for block in range(max(1, args.reps // size)):
             # The CLI's first repetition pages in and wakes its threads: dropped.
-            engine += cli_prefill_ms(args.cli, model, args.threads, n_eval, 21)[1:]
-            for i in range(20):
+            e = cli_prefill_ms(args.cli, model, args.threads, n_eval, size + 1)[1:]
+            h = []
+            for i in range(size):
                 ms, n = one(100 * block + i)
-                http.append(ms)
+                h.append(ms)
                 evaluated.append(n)
+            engine += e
+            http += h
+            diffs.append(statistics.median(h) - statistics.median(e))
     finally:
         svc.stop()
     return dict(n_eval=statistics.median(evaluated), n_eval_min=min(evaluated),
-                n_eval_max=max(evaluated), http=http, engine=engine)
+                n_eval_max=max(evaluated), http=http, engine=engine, diffs=diffs)
 
 
 def run_concurrency(svc, name, c, rounds, n_words, n_gen, bias, seed):
@@ -300,7 +307,8 @@ def main():
     ap.add_argument("--cli", required=True)
     ap.add_argument("--bench-scheduler")
     ap.add_argument("-t", "--threads", type=int, default=2)
-    ap.add_argument("--reps", type=int, default=120, help="TTFT samples per side (blocks of 20)")
+    ap.add_argument("--reps", type=int, default=120, help="TTFT samples per side")
+    ap.add_argument("--block", type=int, default=5, help="TTFT samples per alternating block")
     ap.add_argument("--ttft-words", type=int, default=6, help="prompt words for the TTFT test")
     ap.add_argument("--rounds", type=int, default=3, help="rounds per concurrency / chat")
     ap.add_argument("--prompt-words", type=int, default=24)
@@ -325,8 +333,11 @@ def main():
         print("| | median ms | P95 ms |\n|---|---|---|")
         print("| HTTP stream, first SSE bytes | %.2f | %.2f |" % (pct(h, 50), pct(h, 95)))
         print("| engine prefill (moedesk-cli bench) | %.2f | %.2f |" % (pct(e, 50), pct(e, 95)))
-        print("| **service overhead** | **%.2f** | %.2f |\n"
-              % (pct(h, 50) - pct(e, 50), pct(h, 95) - pct(e, 95)), flush=True)
+        print("| difference | %.2f | %.2f |" % (pct(h, 50) - pct(e, 50), pct(h, 95) - pct(e, 95)))
+        d = r["diffs"]
+        print("\n**Service overhead: %.2f ms** (median of %d blocks' differences of medians; "
+              "blocks from %.2f to %.2f ms, quartiles %.2f / %.2f)\n"
+              % (pct(d, 50), len(d), min(d), max(d), pct(d, 25), pct(d, 75)), flush=True)
         rows, n_prompt = bench_throughput(args, model, bias)
         sched = bench_scheduler_rows(args, model)
         print("Concurrent streams (%d prompt tokens, %d generated each, median of %d rounds):\n"
