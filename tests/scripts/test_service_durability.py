@@ -108,19 +108,30 @@ def wait_accepted(svc, n, timeout=15):
 
 
 # ---- a1. SIGTERM: requests that can finish within the grace period do -------
+bias = end_token_bias()
+t.eq(len(bias), 2, "the demo model's end tokens")
 svc = Service(exe, model=model, args=["--parallel", "2", "--queue", "8"]).start()
 out = [None] * 6
-ths = fire(svc, [body("Short story %d" % i, 150, stream=i % 2 == 1, temperature=1.0, seed=i)
-                 for i in range(6)], out, "term-a1")
+# 200 tokens each (end tokens banned): 0.1-0.3 s alone, so all six finish
+# well within the grace period even on a slow (ASan) build.
+ths = fire(svc, [body("Short story %d" % i, 200, stream=i % 2 == 1, temperature=1.0, seed=i,
+                      bias=bias) for i in range(6)], out, "term-a1")
 t.check(wait_accepted(svc, 5), "a1: requests running before SIGTERM")
 svc.proc.send_signal(signal.SIGTERM)
-time.sleep(0.1)
+# Once the signal is handled every request is refused (GET /health too);
+# then a generation request must get 503 and its own row.
 late = None
-try:
-    late = svc.request("POST", "/v1/chat/completions", body("Too late", 4),
-                       headers={"User-Agent": "term-a1-late"}, timeout=30)
-except OSError:
-    pass  # the listener may already be closed
+deadline = time.time() + 10
+while time.time() < deadline:
+    try:
+        if svc.request("GET", "/health", timeout=10)[0] == 503:
+            late = svc.request("POST", "/v1/chat/completions", body("Too late", 4),
+                               headers={"User-Agent": "term-a1-late"}, timeout=30)
+            break
+    except OSError:
+        break  # the listener is closed: everything has finished
+    time.sleep(0.01)
+t.check(late is not None, "a1: refusing requests while the running ones finish")
 rc = svc.proc.wait(timeout=60)
 for th in ths:
     th.join(60)
@@ -144,8 +155,6 @@ out = [None] * N2
 # With its end tokens banned each request makes 4,000 tokens (2-3 s here
 # alone, 10 s and more with other tests running), so sixteen of them one at
 # a time outlast the 10 s grace period on any machine.
-bias = end_token_bias()
-t.eq(len(bias), 2, "a2: the demo model's end tokens")
 ths = fire(svc, [body("Long story %d" % i, 4000, stream=i % 2 == 1, temperature=1.0, seed=i,
                       bias=bias) for i in range(N2)], out, "term-a2")
 t.check(wait_accepted(svc, N2), "a2: all requests accepted before SIGTERM")
