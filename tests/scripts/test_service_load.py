@@ -13,8 +13,9 @@ requests are refused. Checks:
     completion tokens in the rows add up to what the clients were told.
 
 Numbers (2 shared cores, demo model): N=2000, C=64, 4 sequence slots, a
-queue of 16, max_tokens 1-8, one prompt in four shared: 4-6 s, 330-500
-requests/s, about 10 % refused. Prints requests/s and latency percentiles.
+queue of 16, max_tokens 1-8, one prompt in four shared: 4-9 s (25 s on
+the ASan build), 210-500 requests/s depending on what else runs, 10-20 %
+refused. Prints requests/s and latency percentiles.
 
 usage: test_service_load.py MOEDESK_SERVICE DEMO_MODEL.gguf [MOEDESK_CLI]
 """
