@@ -16,6 +16,7 @@ shutdown, metering after kill -9, model switching and idle unloading):
 
 usage: test_service_durability.py MOEDESK_SERVICE DEMO_MODEL.gguf MOEDESK_CLI
 """
+import atexit
 import json
 import os
 import shutil
@@ -96,6 +97,18 @@ def fire(svc, bodies, out, user_agent):
     return ths
 
 
+running = []  # services started outside a with block
+
+
+@atexit.register
+def _kill_running():
+    """A failed check that raises must not leave a service running."""
+    for s in running:
+        if s.proc and s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait()
+
+
 def wait_accepted(svc, n, timeout=15):
     """Waits until n requests are running or queued."""
     deadline = time.time() + timeout
@@ -111,6 +124,7 @@ def wait_accepted(svc, n, timeout=15):
 bias = end_token_bias()
 t.eq(len(bias), 2, "the demo model's end tokens")
 svc = Service(exe, model=model, args=["--parallel", "2", "--queue", "8"]).start()
+running.append(svc)
 out = [None] * 6
 # 200 tokens each (end tokens banned): 0.1-0.3 s alone, so all six finish
 # well within the grace period even on a slow (ASan) build.
@@ -150,6 +164,7 @@ t.eq(sorted(r["http_status"] for r in rows if r["client"].startswith("term-a1-")
 
 # ---- a2. SIGTERM: more work than the grace period allows is cancelled -------
 svc = Service(exe, model=model, args=["--parallel", "1", "--queue", "32"]).start()
+running.append(svc)
 N2 = 16
 out = [None] * N2
 # With its end tokens banned each request makes 4,000 tokens (2-3 s here
@@ -187,6 +202,7 @@ t.check(all(r["error_kind"] for r in rows if r["http_status"] != 200 or
 
 # ---- b. kill -9: rows of requests finished > 1 s before the kill survive ----
 svc = Service(exe, model=model, args=["--parallel", "4"]).start()
+running.append(svc)
 home = svc.home
 done = []          # (client id, monotonic end time) of complete answers
 stop_flag = threading.Event()

@@ -18,6 +18,7 @@ first one's service.json (issue #5, "Upstreams"):
 
 usage: test_service_upstream.py MOEDESK_SERVICE DEMO_MODEL.gguf MOEDESK_CLI
 """
+import atexit
 import json
 import os
 import socket
@@ -91,6 +92,15 @@ remote.start()
 # A second upstream for the fallback: the demo model under its own name, as
 # a fallback gets the local model's name.
 spill = Service(exe, model=model, args=["--parallel", "4"]).start()
+
+
+@atexit.register
+def _kill_upstreams():
+    """A failed check that raises must not leave the upstreams running."""
+    for s in (remote, spill):
+        if s.proc and s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait()
 dead_port = free_port()
 
 upstreams = [
