@@ -356,8 +356,10 @@ static void generate(svc_call *call, svc_api api)
         return;
     }
     svc_call_set_model(call, req->model);
-    if (svc_api_try_upstream(call, req, api))
+    if (svc_api_try_upstream(call, req, api)) {
+        svc_request_free(req); /* the forwarder copied what it needs */
         return;
+    }
     GError *e = NULL;
     svc_model *m = svc_server_acquire_model(svc_call_server(call), req->model, &e);
     if (!m && g_error_matches(e, SVC_ERROR, SVC_ERROR_MODEL_LOAD) &&

@@ -157,9 +157,13 @@ gboolean svc_api_fallback(svc_call *call, const svc_request *req, svc_api api)
     return forward(call, up, up->fallback_model ? up->fallback_model : req->model, api);
 }
 
+/* The scheduler's own admission rule (scheduler.c): requests it has not
+ * admitted yet may use the free slots, the queue proper is what waits
+ * beyond them. Counting every unadmitted request against queue_max alone
+ * forwarded a burst to the fallback while local slots were still free. */
 gboolean svc_api_local_queue_full(svc_model *m)
 {
     svc_sched_stats st;
     svc_sched_get_stats(m->sched, &st);
-    return st.queued >= st.queue_max;
+    return st.queued >= st.queue_max + (st.n_parallel - st.running);
 }

@@ -13,6 +13,7 @@
  */
 #include "svc-private.h"
 
+#include "json-write.h"
 #include "metrics.h"
 
 #include <errno.h>
@@ -45,6 +46,17 @@ static void call_mark_gone(svc_call *call)
     if (!call->error_kind)
         call->error_kind = g_strdup("client_disconnected");
     g_cancellable_cancel(call->cancellable);
+    /* A paused message does not read its socket, so libsoup would never
+     * notice the client left: a call waiting for a whole (non-streamed)
+     * answer would stay open for good, and its usage row would never be
+     * written. End the exchange now (nobody reads the answer). */
+    if (!call->finished && call->paused && !call->streaming &&
+        soup_server_message_get_status(call->msg) == 0) {
+        soup_server_message_set_status(call->msg, 499, "Client Closed Request");
+        soup_message_headers_replace(soup_server_message_get_response_headers(call->msg),
+                                     "Connection", "close");
+        soup_server_message_unpause(call->msg);
+    }
 }
 
 /* Whether the peer closed its side: nothing pending and no hang-up means
@@ -314,26 +326,7 @@ void svc_call_reply_text(svc_call *call, guint status, const char *content_type,
 
 char *svc_json_to_string(JsonNode *node)
 {
-    JsonGenerator *gen = json_generator_new();
-    json_generator_set_root(gen, node);
-    char *s = json_generator_to_data(gen, NULL);
-    g_object_unref(gen);
-    /* json-glib 1.6 (Debian 12) writes U+001F unescaped, which makes the
-     * text invalid JSON (a model can produce that byte). Compact output
-     * has no raw control bytes outside strings, so escaping every one is
-     * safe. */
-    if (!strpbrk(s, "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f"
-                    "\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f"))
-        return s;
-    GString *out = g_string_sized_new(strlen(s) + 16);
-    for (const char *p = s; *p; p++) {
-        if ((unsigned char)*p < 0x20)
-            g_string_append_printf(out, "\\u%04x", (unsigned char)*p);
-        else
-            g_string_append_c(out, *p);
-    }
-    g_free(s);
-    return g_string_free(out, FALSE);
+    return svc_json_write(node);
 }
 
 JsonNode *svc_json_parse(const char *text, gssize len, GError **error)
@@ -410,9 +403,30 @@ static JsonNode *error_node(svc_err_style style, guint status, const char *type,
     return n;
 }
 
+/* A stream whose first chunk has not been queued has sent nothing yet
+ * (stream_begin holds the message until then): an error that comes first
+ * (queue full, prompt too long, shutdown) can still be a plain answer with
+ * its own status and headers, as for a non-streamed request, instead of an
+ * error event under "200 OK". */
+static void call_unstream_if_unsent(svc_call *call)
+{
+    if (!call->streaming || call->stream_written || call->stream_ended || !call_can_answer(call))
+        return;
+    SoupMessageHeaders *h = soup_server_message_get_response_headers(call->msg);
+    /* Back to what libsoup set up for a new message (the length is filled
+     * in from the body when the headers are written). */
+    soup_message_headers_set_encoding(h, SOUP_ENCODING_CONTENT_LENGTH);
+    soup_message_headers_remove(h, "Content-Type");
+    soup_message_headers_remove(h, "Cache-Control");
+    soup_message_headers_remove(h, "X-Accel-Buffering");
+    call->streaming = FALSE;
+    call->is_sse = FALSE;
+}
+
 void svc_call_reply_error(svc_call *call, guint status, const char *type, const char *param,
                           const char *code, const char *fmt, ...)
 {
+    call_unstream_if_unsent(call);
     va_list ap;
     va_start(ap, fmt);
     char *message = g_strdup_vprintf(fmt, ap);
@@ -439,6 +453,7 @@ void svc_call_reply_gerror(svc_call *call, const GError *e)
     if (e->domain == SVC_SCHED_ERROR) {
         switch ((svc_sched_error)e->code) {
         case SVC_SCHED_ERROR_QUEUE_FULL:
+            call_unstream_if_unsent(call);
             if (!call->streaming)
                 soup_message_headers_replace(soup_server_message_get_response_headers(call->msg),
                                              "Retry-After", "1");
@@ -518,6 +533,7 @@ gboolean svc_call_stream_write(svc_call *call, const char *data, gssize len)
         return TRUE;
     SoupMessageBody *body = soup_server_message_get_response_body(call->msg);
     soup_message_body_append(body, SOUP_MEMORY_COPY, data, (gsize)len);
+    call->stream_written = TRUE;
     call_unpause(call);
     return TRUE;
 }

@@ -12,6 +12,8 @@
  */
 #include "prompt.h"
 
+#include "json-write.h"
+
 #include <string.h>
 
 static char *new_call_id(void)
@@ -78,9 +80,7 @@ static bool node_matches(JsonNode *n, const char *type)
 
 static char *node_to_json(JsonNode *n)
 {
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    json_generator_set_root(gen, n);
-    return json_generator_to_data(gen, NULL);
+    return svc_json_write(n);
 }
 
 /* Arguments with schema types applied; `args` unchanged when nothing

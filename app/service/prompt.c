@@ -11,6 +11,8 @@
  */
 #include "prompt.h"
 
+#include "json-write.h"
+
 #include <string.h>
 
 G_DEFINE_QUARK(svc-prompt-error-quark, svc_prompt_error)
@@ -333,9 +335,7 @@ static JsonArray *normalise_messages(JsonArray *messages, GError **error)
 
 static char *to_json(JsonNode *node)
 {
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    json_generator_set_root(gen, node);
-    return json_generator_to_data(gen, NULL);
+    return svc_json_write(node);
 }
 
 static char *array_to_json(JsonArray *a)

@@ -29,6 +29,7 @@
 
 #define DEFAULT_MAX_BODY (10u << 20)
 #define DEFAULT_HEADER_TIMEOUT_MS 30000
+#define SVC_LISTEN_BACKLOG 256 /* pending connections (Linux caps it at somaxconn) */
 
 void svc_server_options_init(svc_server_options *o)
 {
@@ -550,7 +551,19 @@ gboolean svc_server_start(svc_server *srv, GError **error)
     GSocketAddress *sa = g_inet_socket_address_new(addr, srv->port);
     g_object_unref(addr);
     GError *e = NULL;
-    gboolean ok = soup_server_listen(srv->soup, sa, 0, &e);
+    /* Our own socket for a longer accept queue: soup_server_listen's has
+     * GSocket's default backlog of 10, and a burst of connections (64
+     * clients at once while the main loop is busy) overflowed it: SYNs
+     * dropped (a second's retry) and connections reset. */
+    GSocket *sock = g_socket_new(g_socket_address_get_family(sa), G_SOCKET_TYPE_STREAM,
+                                 G_SOCKET_PROTOCOL_TCP, &e);
+    gboolean ok = sock != NULL;
+    if (ok) {
+        g_socket_set_listen_backlog(sock, SVC_LISTEN_BACKLOG);
+        ok = g_socket_bind(sock, sa, TRUE, &e) && g_socket_listen(sock, &e) &&
+             soup_server_listen_socket(srv->soup, sock, 0, &e);
+        g_object_unref(sock);
+    }
     g_object_unref(sa);
     if (!ok) {
         g_set_error(error, SVC_ERROR, SVC_ERROR_BIND, "cannot listen on %s:%u: %s", srv->host,

@@ -82,6 +82,7 @@ struct svc_call {
     gboolean paused;         /* handler returned without answering           */
     gboolean streaming;
     gboolean stream_ended;
+    gboolean stream_written; /* a chunk was queued: the status line is final  */
     gboolean finished;       /* libsoup is done with the message             */
     gboolean gone;           /* the client left before the answer ended      */
     gboolean is_sse;

@@ -20,6 +20,7 @@
  * request at once and the socket is closed.
  */
 #include "upstream.h"
+#include "json-write.h"
 #include "upstream-parse.h"
 
 #include <libsoup/soup.h>
@@ -181,7 +182,7 @@ static char *error_json(const GError *error)
     json_builder_end_object(b);
     json_builder_end_object(b);
     g_autoptr(JsonNode) root = json_builder_get_root(b);
-    return json_to_string(root, FALSE);
+    return svc_json_write(root);
 }
 
 /* Ends the request: tells the client about `error` (owned, may be NULL)
@@ -529,7 +530,7 @@ static GBytes *build_body(fwd *f, const svc_upstream_request *req)
         json_object_remove_member(o, "stream_options"); /* only valid with stream */
     }
     gsize len;
-    char *js = json_to_string(copy, FALSE);
+    char *js = svc_json_write(copy);
     len = strlen(js);
     return g_bytes_new_take(js, len);
 }
