@@ -70,6 +70,62 @@ svc_model *svc_model_load(svc_server *srv, const char *path, const char *name, G
 }
 
 /* n_ctx <= 0: the model's own, at most 4096; n_parallel <= 0: the server's. */
+/* The context per sequence when neither the settings nor the request name
+ * one: the memory planner's pick for this machine (the probe, or
+ * MOEDESK_MACHINE) — the longest of the model's trained context (at most
+ * 32768), 16384, 8192, 4096 and 2048 whose n_parallel sequences' KV cache
+ * fits beside the weights on the placement the engine runs (CPU). Without
+ * a usable plan: min(trained, 4096). */
+static int32_t planned_ctx(const moe_model *mm, int32_t n_parallel, char **reason)
+{
+    int32_t train = moe_model_n_ctx_train(mm);
+    int32_t fallback = train > 0 && train < 4096 ? train : 4096;
+    moe_plan_model pmodel;
+    moe_machine machine;
+    moe_err err = {0};
+    if (moe_plan_model_from_gguf(moe_model_gguf(mm), &pmodel, &err) != MOE_OK ||
+        moe_hw_probe(&machine, &err) != MOE_OK) {
+        *reason = g_strdup_printf("no plan (%s): %d tokens", err.msg, fallback);
+        return fallback;
+    }
+    static const int32_t tries[] = {32768, 16384, 8192, 4096, 2048};
+    moe_plan_params pp = moe_plan_default_params();
+    pp.n_n_ctx = 0;
+    int32_t cand[G_N_ELEMENTS(tries) + 1];
+    size_t n_cand = 0;
+    if (train > 0 && train < 32768)
+        cand[n_cand++] = train;
+    for (size_t i = 0; i < G_N_ELEMENTS(tries); i++)
+        if (train <= 0 || tries[i] < (train < 32768 ? train : 32769))
+            cand[n_cand++] = tries[i];
+    for (size_t i = 0; i < n_cand && pp.n_n_ctx < MOE_PLAN_MAX_CTX; i++)
+        pp.n_ctx[pp.n_n_ctx++] = (int64_t)cand[i] * n_parallel;
+    moe_plan *plan = NULL;
+    int32_t chosen = fallback;
+    if (moe_plan_make(&pmodel, &machine, &pp, &plan, &err) != MOE_OK) {
+        *reason = g_strdup_printf("no plan (%s): %d tokens", err.msg, fallback);
+        return fallback;
+    }
+    gboolean found = FALSE;
+    for (size_t k = 0; k < pp.n_n_ctx && !found; k++)
+        for (size_t i = 0; i < moe_plan_n_options(plan); i++) {
+            const moe_plan_option *o = moe_plan_option_at(plan, i);
+            if (o->placement == MOE_PLACE_CPU && o->fits && o->n_ctx == pp.n_ctx[k]) {
+                chosen = (int32_t)(pp.n_ctx[k] / n_parallel);
+                *reason = g_strdup_printf("planned for this machine: %d x %d tokens, %.1f of "
+                                          "%.1f GiB host memory",
+                                          n_parallel, chosen, o->host_bytes / 1073741824.0,
+                                          o->host_budget_bytes / 1073741824.0);
+                found = TRUE;
+                break;
+            }
+        }
+    if (!found)
+        *reason = g_strdup_printf("the planner found no context that fits; %d tokens", fallback);
+    moe_plan_free(plan);
+    return chosen;
+}
+
 static svc_model *model_load_with(svc_server *srv, const char *path, const char *name,
                                   int32_t n_ctx, int32_t n_parallel, GError **error)
 {
@@ -85,11 +141,9 @@ static svc_model *model_load_with(svc_server *srv, const char *path, const char 
     sp.n_parallel = n_parallel > 0 ? n_parallel : srv->n_parallel;
     sp.n_threads = srv->n_threads;
     sp.queue_max = srv->queue_max;
-    if (n_ctx <= 0) {
-        n_ctx = moe_model_n_ctx_train(mm);
-        if (n_ctx <= 0 || n_ctx > 4096)
-            n_ctx = 4096;
-    }
+    char *plan_reason = NULL;
+    if (n_ctx <= 0)
+        n_ctx = planned_ctx(mm, sp.n_parallel, &plan_reason);
     sp.n_ctx_per_seq = n_ctx;
     GError *e = NULL;
     svc_sched *sched = svc_sched_new(mm, &sp, &e);
@@ -97,6 +151,7 @@ static svc_model *model_load_with(svc_server *srv, const char *path, const char 
         g_set_error(error, SVC_ERROR, SVC_ERROR_MODEL_LOAD, "cannot start model %s: %s", path,
                     e->message);
         g_error_free(e);
+        g_free(plan_reason);
         moe_model_free(mm);
         return NULL;
     }
@@ -111,8 +166,10 @@ static svc_model *model_load_with(svc_server *srv, const char *path, const char 
     m->n_ctx_per_seq = n_ctx;
     m->loaded_us = g_get_real_time();
     m->last_used_us = g_get_monotonic_time();
-    g_message("loaded %s (%s, %s) from %s: %d sequences x %d tokens", m->name, moe_model_arch(mm),
-              m->quant, path, sp.n_parallel, n_ctx);
+    g_message("loaded %s (%s, %s) from %s: %d sequences x %d tokens%s%s", m->name,
+              moe_model_arch(mm), m->quant, path, sp.n_parallel, n_ctx,
+              plan_reason ? "; " : "", plan_reason ? plan_reason : "");
+    g_free(plan_reason);
     return m;
 }
 

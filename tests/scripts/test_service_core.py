@@ -6,6 +6,7 @@ size, slow clients, and a clean stop on SIGTERM.
 usage: test_service_core.py MOEDESK_SERVICE DEMO_MODEL.gguf
 """
 import json
+import os
 import socket
 import sys
 import time
@@ -96,5 +97,21 @@ with Service(exe, model=model, args=["--header-timeout", "1500"]) as svc:
                 "second instance names the running one")
 
 rc = svc.proc.returncode
+
+# Without --ctx the context per sequence is the memory planner's pick for
+# the machine (MOEDESK_MACHINE describes a hypothetical one): 4 sequences
+# of the demo model's full 4096 tokens fit in 400 MiB, only 2048 in 50 MiB.
+import tempfile
+for ram, want in ((400, 4096), (50, 2048)):
+    mf = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    json.dump({"name": "test machine", "cpu": "x", "cpu_features": ["avx2"],
+               "cores_logical": 2, "cores_physical": 2, "ram_total": "%d MiB" % ram,
+               "ram_free": "%d MiB" % ram, "gpus": []}, mf)
+    mf.close()
+    with Service(exe, model=model, env={"MOEDESK_MACHINE": mf.name}) as planned:
+        h = planned.json("GET", "/moedesk/v1/health")
+        t.eq(h["model"]["n_ctx_per_seq"], want, "planned context on a %d MiB machine" % ram)
+    os.unlink(mf.name)
+
 t.eq(rc, 0, "clean exit on SIGTERM")
 t.done()
