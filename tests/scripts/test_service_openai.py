@@ -86,6 +86,28 @@ with Service(exe, model=model, args=["--parallel", "4", "--ctx", "512"]) as svc:
     t.check(all("usage" not in json.loads(d) for _, d in sse_events(body)[:-1]),
             "no usage chunk unless asked")
 
+    # -- curl, as scripts use it: whole and streamed (-N)
+    url = "http://127.0.0.1:%d/v1/chat/completions" % svc.port
+    body = json.dumps({"model": NAME, "max_tokens": 4, "temperature": 0,
+                       "messages": [{"role": "user", "content": "Hello there"}]})
+    out = subprocess.run(["curl", "-sS", "--fail-with-body", url, "-H",
+                          "Content-Type: application/json", "-d", body],
+                         capture_output=True, text=True, timeout=60)
+    metered += 1
+    t.eq(out.returncode, 0, "curl chat (%s)" % out.stderr.strip())
+    if out.returncode == 0:
+        t.eq(json.loads(out.stdout)["object"], "chat.completion", "curl chat object")
+    out = subprocess.run(["curl", "-sSN", url, "-H", "Content-Type: application/json", "-d",
+                          body[:-1] + ', "stream": true}'],
+                         capture_output=True, text=True, timeout=60)
+    metered += 1
+    t.check(out.stdout.rstrip().endswith("data: [DONE]"), "curl -N stream ends with [DONE]")
+    out = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", url, "-H",
+                          "Host: evil.example", "-d", body], capture_output=True, text=True,
+                         timeout=60)
+    metered += 1
+    t.eq(out.stdout, "403", "curl with a foreign Host header")
+
     # -- completions (plain prompt), echo, stop strings
     r = svc.json("POST", "/v1/completions", {"model": NAME, "prompt": "Once upon a time",
                                              "max_tokens": 6, "temperature": 0})
