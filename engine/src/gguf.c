@@ -356,6 +356,15 @@ moe_status moe_gguf_open_header(const void *data, size_t len, uint64_t file_byte
     /* A wrong magic is final however many bytes follow. */
     if (len >= 4 && memcmp(data, MOE_GGUF_MAGIC, 4) != 0)
         return moe_fail(err, MOE_ERR_FORMAT, "%s: bad magic: not a GGUF file", name);
+    /* A prefix shorter than the fixed header (magic, version, two counts)
+     * asks for more before any parsing: the parser bounds its reads by the
+     * prefix length, and 0 would read as "the whole file". */
+    if (len < file_bytes && len < 24) {
+        if (need_bytes)
+            *need_bytes = file_bytes < 8192 ? file_bytes : 8192;
+        return moe_fail(err, MOE_ERR_RANGE, "%s: the header does not end within the first %zu"
+                        " bytes", name, len);
+    }
     moe_gguf *g = gguf_new(1);
     if (!g || !(g->parts[0].path = gguf_strdup(name))) {
         moe_gguf_free(g);
