@@ -23,21 +23,6 @@ static void remote_on_sigint(int sig)
     signal(SIGINT, remote_on_sigint);
 }
 
-static char *remote_read_line(void)
-{
-    GString *line = g_string_new(NULL);
-    int c;
-    while ((c = fgetc(stdin)) != EOF && c != '\n')
-        g_string_append_c(line, (char)c);
-    if (c == EOF && line->len == 0) {
-        g_string_free(line, TRUE);
-        return NULL;
-    }
-    if (line->len && line->str[line->len - 1] == '\r')
-        g_string_truncate(line, line->len - 1);
-    return g_string_free(line, FALSE);
-}
-
 static char *request_body(JsonArray *messages, const cli_remote_opts *o)
 {
     JsonBuilder *b = json_builder_new();
@@ -219,7 +204,7 @@ int cli_chat_remote(const cli_remote_opts *o)
         remote_interrupted = 0;
         fputs("> ", stdout);
         fflush(stdout);
-        char *line = remote_read_line();
+        char *line = cli_read_line();
         if (!line || remote_interrupted) {
             printf("\n");
             g_free(line);

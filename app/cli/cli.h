@@ -26,6 +26,9 @@ typedef struct cli_command {
 int cli_cmd_version(int argc, char **argv);
 int cli_cmd_eval(int argc, char **argv);
 int cli_cmd_chat(int argc, char **argv);
+/* One line of stdin without its end ("\r\n" or "\n"), newly allocated;
+ * NULL at end of input. Shared by the local and the service chat. */
+char *cli_read_line(void);
 
 /* `chat --service URL`: the conversation goes to a running moedesk-service
  * (chat-remote.c; needs libsoup, so only with the model library). */

@@ -97,7 +97,7 @@ static bool chat_turn(chat_state *s)
 }
 
 /* Reads one line (any length) without its newline; NULL at end of input. */
-static char *chat_read_line(void)
+char *cli_read_line(void)
 {
     GString *line = g_string_new(NULL);
     int c;
@@ -222,7 +222,7 @@ int cli_cmd_chat(int argc, char **argv)
         chat_interrupted = 0;
         fputs("> ", stdout);
         fflush(stdout);
-        g_autofree char *line = chat_read_line();
+        g_autofree char *line = cli_read_line();
         if (!line || chat_interrupted) {
             printf("\n");
             break;

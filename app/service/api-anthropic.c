@@ -26,13 +26,6 @@ static void msg_state_free(gpointer p)
     g_free(s);
 }
 
-static JsonNode *take(JsonBuilder *b)
-{
-    JsonNode *n = json_builder_get_root(b);
-    g_object_unref(b);
-    return n;
-}
-
 static const char *stop_reason(svc_job *job, const svc_gen_result *r)
 {
     if (svc_job_tools(job)->n_calls)
@@ -113,7 +106,7 @@ static void open_text_block(svc_call *call, msg_state *s)
     json_builder_add_string_value(b, "");
     json_builder_end_object(b);
     json_builder_end_object(b);
-    svc_call_stream_event(call, "content_block_start", take(b));
+    svc_call_stream_event(call, "content_block_start", svc_json_take(b));
     s->block_open = TRUE;
 }
 
@@ -126,7 +119,7 @@ static void close_block(svc_call *call, msg_state *s)
     json_builder_set_member_name(b, "index");
     json_builder_add_int_value(b, s->block_index);
     json_builder_end_object(b);
-    svc_call_stream_event(call, "content_block_stop", take(b));
+    svc_call_stream_event(call, "content_block_stop", svc_json_take(b));
     s->block_open = FALSE;
     s->block_index++;
 }
@@ -158,7 +151,7 @@ static void stream_delta(svc_job *job, const char *text, size_t len, int32_t tok
     json_builder_add_string_value(b, t);
     json_builder_end_object(b);
     json_builder_end_object(b);
-    svc_call_stream_event(call, "content_block_delta", take(b));
+    svc_call_stream_event(call, "content_block_delta", svc_json_take(b));
     g_free(t);
 }
 
@@ -186,7 +179,7 @@ static void stream_done(svc_job *job, const svc_gen_result *r)
         json_builder_set_member_name(b, "content_block");
         add_tool_use(b, &tp->calls[i], TRUE);
         json_builder_end_object(b);
-        svc_call_stream_event(call, "content_block_start", take(b));
+        svc_call_stream_event(call, "content_block_start", svc_json_take(b));
         b = json_builder_new();
         json_builder_begin_object(b);
         json_builder_set_member_name(b, "type");
@@ -201,7 +194,7 @@ static void stream_done(svc_job *job, const svc_gen_result *r)
         json_builder_add_string_value(b, tp->calls[i].arguments);
         json_builder_end_object(b);
         json_builder_end_object(b);
-        svc_call_stream_event(call, "content_block_delta", take(b));
+        svc_call_stream_event(call, "content_block_delta", svc_json_take(b));
         close_block(call, s);
     }
     JsonBuilder *b = json_builder_new();
@@ -216,13 +209,13 @@ static void stream_done(svc_job *job, const svc_gen_result *r)
     json_builder_end_object(b);
     add_usage(b, r->n_prompt, r->n_cached, r->n_completion);
     json_builder_end_object(b);
-    svc_call_stream_event(call, "message_delta", take(b));
+    svc_call_stream_event(call, "message_delta", svc_json_take(b));
     b = json_builder_new();
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "type");
     json_builder_add_string_value(b, "message_stop");
     json_builder_end_object(b);
-    svc_call_stream_event(call, "message_stop", take(b));
+    svc_call_stream_event(call, "message_stop", svc_json_take(b));
     svc_call_stream_end(call);
 }
 
@@ -274,7 +267,7 @@ static void whole_done(svc_job *job, const svc_gen_result *r)
     add_stop_sequence(b, job, r);
     add_usage(b, r->n_prompt, r->n_cached, r->n_completion);
     json_builder_end_object(b);
-    svc_call_reply_json(call, 200, take(b));
+    svc_call_reply_json(call, 200, svc_json_take(b));
 }
 
 /* ---- handlers --------------------------------------------------------------------- */
@@ -345,7 +338,7 @@ static void route_messages(svc_call *call)
         add_usage(b, tokens->len, 0, 0);
         json_builder_end_object(b);
         json_builder_end_object(b);
-        svc_call_stream_event(call, "message_start", take(b));
+        svc_call_stream_event(call, "message_start", svc_json_take(b));
         svc_call_stream_write(call, "event: ping\ndata: {\"type\": \"ping\"}\n\n", -1);
     }
     svc_job_start(call, m, req, tokens, s->stream ? &stream_ev : &whole_ev, s, msg_state_free);
@@ -363,7 +356,7 @@ static void route_count_tokens(svc_call *call)
     json_builder_set_member_name(b, "input_tokens");
     json_builder_add_int_value(b, tokens->len);
     json_builder_end_object(b);
-    svc_call_reply_json(call, 200, take(b));
+    svc_call_reply_json(call, 200, svc_json_take(b));
     g_array_unref(tokens);
     svc_model_unref(m);
     svc_request_free(req);

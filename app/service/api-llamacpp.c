@@ -46,13 +46,6 @@ static void lcp_state_free(gpointer p)
     g_free(s);
 }
 
-static JsonNode *take(JsonBuilder *b)
-{
-    JsonNode *n = json_builder_get_root(b);
-    g_object_unref(b);
-    return n;
-}
-
 char *svc_api_fim_missing(const svc_prompt_model *pm)
 {
     const char *parts[3];
@@ -203,7 +196,7 @@ static void on_delta(svc_job *job, const char *text, size_t len, int32_t token,
     add_int(b, "tokens_predicted", s->n_predicted);
     add_int(b, "tokens_evaluated", svc_job_prompt(job)->len);
     json_builder_end_object(b);
-    svc_call_stream_json(call, take(b));
+    svc_call_stream_json(call, svc_json_take(b));
 }
 
 static void on_done(svc_job *job, const svc_gen_result *r)
@@ -271,10 +264,10 @@ static void on_done(svc_job *job, const svc_gen_result *r)
     json_builder_end_object(b);
     if (s->stream) {
         svc_call_stream_begin(call, 200, "text/event-stream");
-        svc_call_stream_json(call, take(b));
+        svc_call_stream_json(call, svc_json_take(b));
         svc_call_stream_end(call);
     } else {
-        svc_call_reply_json(call, 200, take(b));
+        svc_call_reply_json(call, 200, svc_json_take(b));
     }
 }
 
@@ -550,7 +543,7 @@ static void route_props(svc_call *call)
     json_builder_set_member_name(b, "is_sleeping");
     json_builder_add_boolean_value(b, FALSE);
     json_builder_end_object(b);
-    svc_call_reply_json(call, 200, take(b));
+    svc_call_reply_json(call, 200, svc_json_take(b));
     svc_model_unref(m);
 }
 
@@ -660,7 +653,7 @@ static void route_tokenize(svc_call *call)
                 }
                 json_builder_end_array(b);
                 json_builder_end_object(b);
-                svc_call_reply_json(call, 200, take(b));
+                svc_call_reply_json(call, 200, svc_json_take(b));
             }
             g_free(ids);
             svc_model_unref(m);
@@ -716,7 +709,7 @@ static void route_detokenize(svc_call *call)
         json_builder_set_member_name(b, "content");
         json_builder_add_string_value(b, valid);
         json_builder_end_object(b);
-        svc_call_reply_json(call, 200, take(b));
+        svc_call_reply_json(call, 200, svc_json_take(b));
         g_free(valid);
     }
     g_string_free(text, TRUE);

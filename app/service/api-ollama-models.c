@@ -29,13 +29,6 @@
 #include <pull.h>
 #include <string.h>
 
-static JsonNode *take(JsonBuilder *b)
-{
-    JsonNode *n = json_builder_get_root(b);
-    g_object_unref(b);
-    return n;
-}
-
 /* ---- model facts ------------------------------------------------------------------- */
 
 uint64_t svc_ollama_gguf_n_params(const moe_gguf *g)
@@ -160,7 +153,7 @@ static void route_version(svc_call *call)
     json_builder_set_member_name(b, "moedesk");
     json_builder_add_string_value(b, svc_server_version());
     json_builder_end_object(b);
-    svc_call_reply_json(call, 200, take(b));
+    svc_call_reply_json(call, 200, svc_json_take(b));
 }
 
 static void list_models(svc_call *call, gboolean loaded_only)
@@ -193,7 +186,7 @@ static void list_models(svc_call *call, gboolean loaded_only)
     g_ptr_array_unref(models);
     json_builder_end_array(b);
     json_builder_end_object(b);
-    svc_call_reply_json(call, 200, take(b));
+    svc_call_reply_json(call, 200, svc_json_take(b));
 }
 
 static void route_tags(svc_call *call)
@@ -242,7 +235,7 @@ static void pull_status(pull_state *ps, const char *status, const char *digest, 
         json_builder_add_int_value(b, completed);
     }
     json_builder_end_object(b);
-    svc_call_stream_json(ps->call, take(b));
+    svc_call_stream_json(ps->call, svc_json_take(b));
 }
 
 /* Ollama's lines: "pulling manifest" while the repository is listed, then
@@ -289,7 +282,7 @@ static void pull_done(GObject *source, GAsyncResult *res, gpointer data)
             json_builder_set_member_name(b, "status");
             json_builder_add_string_value(b, "success");
             json_builder_end_object(b);
-            svc_call_reply_json(call, 200, take(b));
+            svc_call_reply_json(call, 200, svc_json_take(b));
         }
         moe_manifest_free(mf);
     } else if (!svc_call_is_gone(call)) {

@@ -41,13 +41,6 @@ static void oll_state_free(gpointer p)
     g_free(s);
 }
 
-static JsonNode *take(JsonBuilder *b)
-{
-    JsonNode *n = json_builder_get_root(b);
-    g_object_unref(b);
-    return n;
-}
-
 char *svc_ollama_time(gint64 unix_us)
 {
     GDateTime *t = g_date_time_new_from_unix_utc(unix_us / G_USEC_PER_SEC);
@@ -197,7 +190,7 @@ static void on_delta(svc_job *job, const char *text, size_t len, int32_t token,
     json_builder_set_member_name(b, "done");
     json_builder_add_boolean_value(b, FALSE);
     json_builder_end_object(b);
-    svc_call_stream_json(call, take(b));
+    svc_call_stream_json(call, svc_json_take(b));
 }
 
 static void on_done(svc_job *job, const svc_gen_result *r)
@@ -223,7 +216,7 @@ static void on_done(svc_job *job, const svc_gen_result *r)
             json_builder_set_member_name(b, "done");
             json_builder_add_boolean_value(b, FALSE);
             json_builder_end_object(b);
-            svc_call_stream_json(call, take(b));
+            svc_call_stream_json(call, svc_json_take(b));
         }
         text = "";
         len = 0;
@@ -241,10 +234,10 @@ static void on_done(svc_job *job, const svc_gen_result *r)
     add_final(b, job, r);
     json_builder_end_object(b);
     if (s->stream) {
-        svc_call_stream_json(call, take(b));
+        svc_call_stream_json(call, svc_json_take(b));
         svc_call_stream_end(call);
     } else {
-        svc_call_reply_json(call, 200, take(b));
+        svc_call_reply_json(call, 200, svc_json_take(b));
     }
 }
 
@@ -275,10 +268,10 @@ static void answer_load(svc_call *call, const svc_request *req, gboolean chat, g
     json_builder_end_object(b);
     if (req->stream) {
         ensure_stream(call);
-        svc_call_stream_json(call, take(b));
+        svc_call_stream_json(call, svc_json_take(b));
         svc_call_stream_end(call);
     } else {
-        svc_call_reply_json(call, 200, take(b));
+        svc_call_reply_json(call, 200, svc_json_take(b));
     }
 }
 

@@ -154,13 +154,6 @@ static void add_tool_calls(JsonBuilder *b, const svc_tool_parse *tp, gboolean wi
     json_builder_end_array(b);
 }
 
-static JsonNode *finish_builder(JsonBuilder *b)
-{
-    JsonNode *n = json_builder_get_root(b);
-    g_object_unref(b);
-    return n;
-}
-
 /* ---- streaming ---------------------------------------------------------------- */
 
 static void stream_delta(svc_job *job, const char *text, size_t len, int32_t token,
@@ -215,7 +208,7 @@ static void stream_delta(svc_job *job, const char *text, size_t len, int32_t tok
     json_builder_end_object(b);
     json_builder_end_array(b);
     json_builder_end_object(b);
-    svc_call_stream_json(call, finish_builder(b));
+    svc_call_stream_json(call, svc_json_take(b));
 }
 
 static void stream_done(svc_job *job, const svc_gen_result *r)
@@ -257,7 +250,7 @@ static void stream_done(svc_job *job, const svc_gen_result *r)
     json_builder_end_object(b);
     json_builder_end_array(b);
     json_builder_end_object(b);
-    svc_call_stream_json(call, finish_builder(b));
+    svc_call_stream_json(call, svc_json_take(b));
     if (s->include_usage) {
         b = json_builder_new();
         begin_chunk(b, s, model);
@@ -266,7 +259,7 @@ static void stream_done(svc_job *job, const svc_gen_result *r)
         json_builder_end_array(b);
         add_usage(b, r);
         json_builder_end_object(b);
-        svc_call_stream_json(call, finish_builder(b));
+        svc_call_stream_json(call, svc_json_take(b));
     }
     svc_call_stream_write(call, "data: [DONE]\n\n", -1);
     svc_call_stream_end(call);
@@ -333,7 +326,7 @@ static void whole_done(svc_job *job, const svc_gen_result *r)
     json_builder_end_array(b);
     add_usage(b, r);
     json_builder_end_object(b);
-    svc_call_reply_json(call, 200, finish_builder(b));
+    svc_call_reply_json(call, 200, svc_json_take(b));
 }
 
 /* ---- handlers ---------------------------------------------------------------------- */
@@ -467,7 +460,7 @@ static void route_models(svc_call *call)
     g_ptr_array_unref(models);
     json_builder_end_array(b);
     json_builder_end_object(b);
-    svc_call_reply_json(call, 200, finish_builder(b));
+    svc_call_reply_json(call, 200, svc_json_take(b));
 }
 
 void svc_openai_register(svc_server *srv)

@@ -324,6 +324,13 @@ void svc_call_reply_text(svc_call *call, guint status, const char *content_type,
     call_unpause(call);
 }
 
+JsonNode *svc_json_take(JsonBuilder *b)
+{
+    JsonNode *n = json_builder_get_root(b);
+    g_object_unref(b);
+    return n;
+}
+
 char *svc_json_to_string(JsonNode *node)
 {
     return svc_json_write(node);

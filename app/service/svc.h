@@ -207,6 +207,8 @@ gboolean svc_call_stream_event(svc_call *call, const char *event, JsonNode *node
 void     svc_call_stream_end(svc_call *call);
 
 /* JSON helpers. */
+/* The builder's root; frees the builder. */
+JsonNode *svc_json_take(JsonBuilder *b);
 char     *svc_json_to_string(JsonNode *node);
 JsonNode *svc_json_parse(const char *text, gssize len, GError **error);
 
