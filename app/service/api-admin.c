@@ -17,16 +17,14 @@
  */
 #include "api.h"
 #include "keys.h"
+#include "server.h"
 #include "settings.h"
-#include "svc-private.h"
 
 #include <string.h>
 
 static gboolean local_only(svc_call *call)
 {
-    GSocketAddress *sa = soup_server_message_get_remote_address(svc_call_msg(call));
-    if (G_IS_INET_SOCKET_ADDRESS(sa) &&
-        g_inet_address_get_is_loopback(g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(sa))))
+    if (svc_call_from_loopback(call))
         return TRUE;
     svc_call_reply_error(call, 403, "permission_error", NULL, "local_only",
                          "settings and API keys can only be managed from this machine");
@@ -51,7 +49,7 @@ static void route_settings_get(svc_call *call)
         return;
     svc_server *srv = svc_call_server(call);
     GError *e = NULL;
-    svc_settings *st = svc_settings_load(srv->settings_path, &e);
+    svc_settings *st = svc_settings_load(svc_server_settings_path(srv), &e);
     if (!st) {
         svc_call_reply_error(call, 500, "server_error", NULL, "settings_unreadable", "%s",
                              e->message);
@@ -60,39 +58,6 @@ static void route_settings_get(svc_call *call)
     }
     svc_call_reply_json(call, 200, settings_reply(st, NULL));
     svc_settings_free(st);
-}
-
-/* Puts the settings that can change while running into the server. */
-static void apply_live(svc_server *srv, const svc_settings *st)
-{
-    g_strfreev(srv->allowed_hosts);
-    srv->allowed_hosts = g_strdupv(st->allowed_hosts);
-    g_strfreev(srv->cors_origins);
-    srv->cors_origins = g_strdupv(st->cors_origins);
-    srv->request_timeout_ms = (gint64)st->request_timeout_s * 1000;
-    srv->max_body_bytes = (gsize)st->max_body_bytes;
-    srv->idle_unload_s = st->idle_unload_s;
-    for (size_t i = 0; i < srv->n_upstreams; i++)
-        svc_upstream_clear(&srv->upstreams[i]);
-    g_free(srv->upstreams);
-    srv->upstreams = NULL;
-    srv->n_upstreams = 0;
-    if (st->data_sensitivity != SVC_DATA_SENSITIVITY_HIGH && st->upstreams->len) {
-        srv->n_upstreams = st->upstreams->len;
-        srv->upstreams = g_new0(svc_upstream, srv->n_upstreams);
-        for (guint i = 0; i < st->upstreams->len; i++) {
-            const svc_upstream_cfg *u = g_ptr_array_index(st->upstreams, i);
-            svc_upstream *c = &srv->upstreams[i];
-            c->name = g_strdup(u->name);
-            c->base_url = g_strdup(u->base_url);
-            c->api_key = g_strdup(svc_upstream_get_api_key(u));
-            c->models = g_strdupv(u->models);
-            c->fallback = u->fallback;
-            c->price_input_per_mtok = u->prices.input_per_mtok;
-            c->price_cached_input_per_mtok = u->prices.cached_input_per_mtok;
-            c->price_output_per_mtok = u->prices.output_per_mtok;
-        }
-    }
 }
 
 static void note_restart(GPtrArray *r, gboolean changed, const char *field)
@@ -119,7 +84,7 @@ static void route_settings_patch(svc_call *call)
             json_node_unref(patch);
         return;
     }
-    svc_settings *st = svc_settings_load(srv->settings_path, &e);
+    svc_settings *st = svc_settings_load(svc_server_settings_path(srv), &e);
     svc_settings *before = st ? svc_settings_copy(st) : NULL;
     if (!st || !svc_settings_patch(st, json_node_get_object(patch), &e)) {
         svc_call_reply_error(call, st ? 400 : 500, st ? "invalid_request_error" : "server_error",
@@ -131,7 +96,7 @@ static void route_settings_patch(svc_call *call)
         return;
     }
     json_node_unref(patch);
-    if (!svc_settings_save(st, srv->settings_path, &e)) {
+    if (!svc_settings_save(st, svc_server_settings_path(srv), &e)) {
         svc_call_reply_error(call, 500, "server_error", NULL, "settings_not_saved", "%s",
                              e->message);
         g_error_free(e);
@@ -139,7 +104,7 @@ static void route_settings_patch(svc_call *call)
         svc_settings_free(before);
         return;
     }
-    apply_live(srv, st);
+    svc_server_apply_settings(srv, st);
     GPtrArray *restart = g_ptr_array_new();
     note_restart(restart, g_strcmp0(before->host, st->host) != 0, "host");
     note_restart(restart, before->port != st->port, "port");
@@ -160,7 +125,7 @@ static void route_keys_get(svc_call *call)
         return;
     svc_server *srv = svc_call_server(call);
     GError *e = NULL;
-    GPtrArray *keys = svc_keys_list(srv->keys, &e);
+    GPtrArray *keys = svc_keys_list(svc_server_keys(srv), &e);
     if (!keys) {
         svc_call_reply_gerror(call, e);
         g_error_free(e);
@@ -220,7 +185,7 @@ static void route_keys_post(svc_call *call)
         return;
     }
     GError *e = NULL;
-    char *key = svc_keys_create(srv->keys, name, &e);
+    char *key = svc_keys_create(svc_server_keys(srv), name, &e);
     if (!key) {
         guint status = g_error_matches(e, SVC_KEYS_ERROR, SVC_KEYS_ERROR_EXISTS) ? 409
                        : g_error_matches(e, SVC_KEYS_ERROR, SVC_KEYS_ERROR_NAME) ? 400
@@ -254,7 +219,7 @@ static void route_keys_delete(svc_call *call)
     svc_server *srv = svc_call_server(call);
     const char *name = svc_call_path(call) + strlen("/moedesk/v1/keys/");
     GError *e = NULL;
-    if (!svc_keys_revoke(srv->keys, name, &e)) {
+    if (!svc_keys_revoke(svc_server_keys(srv), name, &e)) {
         guint status = g_error_matches(e, SVC_KEYS_ERROR, SVC_KEYS_ERROR_NOT_FOUND) ? 404 : 400;
         svc_call_reply_error(call, status, "invalid_request_error", "name",
                              status == 404 ? "key_not_found" : NULL, "%s", e->message);

@@ -173,27 +173,13 @@ int main(int argc, char **argv)
     o.n_ctx = n_ctx ? n_ctx : st->n_ctx;
     o.n_threads = threads ? threads : st->n_threads;
     o.queue_max = queue ? queue : st->queue_max;
-    o.request_timeout_ms = (gint64)(timeout_s ? timeout_s : st->request_timeout_s) * 1000;
-    o.idle_unload_s = idle_s ? idle_s : st->idle_unload_s;
-    o.max_body_bytes = (gsize)st->max_body_bytes;
-    o.allowed_hosts = (const char *const *)st->allowed_hosts;
-    o.cors_origins = (const char *const *)st->cors_origins;
-    o.keep_data_local = st->data_sensitivity == SVC_DATA_SENSITIVITY_HIGH;
+    /* The settings the service takes while running come from `st`, with
+     * the command line's overrides folded in (not saved). */
+    if (timeout_s)
+        st->request_timeout_s = timeout_s;
+    if (idle_s)
+        st->idle_unload_s = idle_s;
     o.settings_path = config; /* NULL: the default path, as loaded */
-    svc_upstream *ups = g_new0(svc_upstream, st->upstreams->len + 1);
-    for (guint i = 0; i < st->upstreams->len; i++) {
-        const svc_upstream_cfg *u = g_ptr_array_index(st->upstreams, i);
-        ups[i].name = u->name;
-        ups[i].base_url = u->base_url;
-        ups[i].api_key = (char *)svc_upstream_get_api_key(u);
-        ups[i].models = u->models;
-        ups[i].fallback = u->fallback;
-        ups[i].price_input_per_mtok = u->prices.input_per_mtok;
-        ups[i].price_cached_input_per_mtok = u->prices.cached_input_per_mtok;
-        ups[i].price_output_per_mtok = u->prices.output_per_mtok;
-    }
-    o.upstreams = ups;
-    o.n_upstreams = st->upstreams->len;
     if (header_timeout_ms > 0)
         o.header_timeout_ms = header_timeout_ms;
     char *default_db = usage_store_default_path();
@@ -208,9 +194,10 @@ int main(int argc, char **argv)
     o.usage_db = no_usage ? NULL : usage_db ? usage_db : default_db;
 
     svc_server *srv = svc_server_new(&o, &err);
-    g_free(ups); /* the server made its own copies */
-    if (srv)
+    if (srv) {
+        svc_server_apply_settings(srv, st);
         svc_register_all(srv);
+    }
     if (!srv || !svc_server_start(srv, &err)) {
         fprintf(stderr, "moedesk-service: %s\n", err->message);
         g_error_free(err);

@@ -38,9 +38,7 @@ void svc_server_options_init(svc_server_options *o)
     o->port = 11435;
     o->n_parallel = 4;
     o->queue_max = 64;
-    o->request_timeout_ms = 600000;
     o->header_timeout_ms = DEFAULT_HEADER_TIMEOUT_MS;
-    o->max_body_bytes = DEFAULT_MAX_BODY;
 }
 
 const char *svc_server_version(void)
@@ -51,6 +49,18 @@ const char *svc_server_version(void)
 gint64 svc_server_started_us(svc_server *srv)
 {
     return srv->started_us;
+}
+
+static gboolean peer_is_loopback(SoupServerMessage *msg);
+
+const char *svc_server_settings_path(svc_server *srv)
+{
+    return srv->settings_path;
+}
+
+struct svc_keys *svc_server_keys(svc_server *srv)
+{
+    return srv->keys;
 }
 
 gint64 svc_server_request_timeout_ms(svc_server *srv)
@@ -145,6 +155,11 @@ static const svc_route *route_find(svc_server *srv, const char *method, const ch
 }
 
 /* ---- checks ----------------------------------------------------------------- */
+
+gboolean svc_call_from_loopback(svc_call *call)
+{
+    return peer_is_loopback(svc_call_msg(call));
+}
 
 static gboolean peer_is_loopback(SoupServerMessage *msg)
 {
@@ -472,27 +487,10 @@ svc_server *svc_server_new(const svc_server_options *o, GError **error)
     srv->n_ctx = o->n_ctx;
     srv->n_threads = o->n_threads;
     srv->queue_max = o->queue_max > 0 ? o->queue_max : 64;
-    srv->request_timeout_ms = o->request_timeout_ms;
+    srv->request_timeout_ms = 600000;
     srv->header_timeout_ms = o->header_timeout_ms > 0 ? o->header_timeout_ms
                                                       : DEFAULT_HEADER_TIMEOUT_MS;
-    srv->max_body_bytes = o->max_body_bytes ? o->max_body_bytes : DEFAULT_MAX_BODY;
-    srv->idle_unload_s = o->idle_unload_s;
-    srv->allowed_hosts = g_strdupv((char **)o->allowed_hosts);
-    srv->cors_origins = g_strdupv((char **)o->cors_origins);
-    if (!o->keep_data_local && o->n_upstreams) {
-        srv->upstreams = g_new0(svc_upstream, o->n_upstreams);
-        srv->n_upstreams = o->n_upstreams;
-        for (size_t i = 0; i < o->n_upstreams; i++) {
-            const svc_upstream *u = &o->upstreams[i];
-            svc_upstream *c = &srv->upstreams[i];
-            *c = *u;
-            c->name = g_strdup(u->name);
-            c->base_url = g_strdup(u->base_url);
-            c->api_key = g_strdup(u->api_key);
-            c->models = g_strdupv(u->models);
-            c->fallback_model = g_strdup(u->fallback_model);
-        }
-    }
+    srv->max_body_bytes = DEFAULT_MAX_BODY;
     srv->up_client = svc_upstream_client_new(NULL);
     srv->routes = g_ptr_array_new_with_free_func(route_free);
     srv->calls = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -520,6 +518,41 @@ static gboolean idle_unload_tick(gpointer data)
         g_get_monotonic_time() - m->last_used_us > srv->idle_unload_s * G_USEC_PER_SEC)
         svc_server_unload_model(srv);
     return G_SOURCE_CONTINUE;
+}
+
+void svc_server_apply_settings(svc_server *srv, const svc_settings *st)
+{
+    g_strfreev(srv->allowed_hosts);
+    srv->allowed_hosts = g_strdupv(st->allowed_hosts);
+    g_strfreev(srv->cors_origins);
+    srv->cors_origins = g_strdupv(st->cors_origins);
+    srv->request_timeout_ms = (gint64)st->request_timeout_s * 1000;
+    srv->max_body_bytes = (gsize)st->max_body_bytes;
+    srv->idle_unload_s = st->idle_unload_s;
+    /* The tick checks idle_unload_s itself, so it may outlive a later 0. */
+    if (srv->idle_unload_s > 0 && !srv->idle_source)
+        srv->idle_source = g_timeout_add_seconds(1, idle_unload_tick, srv);
+    for (size_t i = 0; i < srv->n_upstreams; i++)
+        svc_upstream_clear(&srv->upstreams[i]);
+    g_free(srv->upstreams);
+    srv->upstreams = NULL;
+    srv->n_upstreams = 0;
+    if (st->data_sensitivity == SVC_DATA_SENSITIVITY_HIGH || st->upstreams->len == 0)
+        return;
+    srv->n_upstreams = st->upstreams->len;
+    srv->upstreams = g_new0(svc_upstream, srv->n_upstreams);
+    for (guint i = 0; i < st->upstreams->len; i++) {
+        const svc_upstream_cfg *u = g_ptr_array_index(st->upstreams, i);
+        svc_upstream *c = &srv->upstreams[i];
+        c->name = g_strdup(u->name);
+        c->base_url = g_strdup(u->base_url);
+        c->api_key = g_strdup(svc_upstream_get_api_key(u));
+        c->models = g_strdupv(u->models);
+        c->fallback = u->fallback;
+        c->price_input_per_mtok = u->prices.input_per_mtok;
+        c->price_cached_input_per_mtok = u->prices.cached_input_per_mtok;
+        c->price_output_per_mtok = u->prices.output_per_mtok;
+    }
 }
 
 gboolean svc_server_start(svc_server *srv, GError **error)
@@ -576,8 +609,6 @@ gboolean svc_server_start(svc_server *srv, GError **error)
         srv->port = (guint16)g_uri_get_port(uris->data);
     g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
     srv->started_us = g_get_real_time();
-    if (srv->idle_unload_s > 0)
-        srv->idle_source = g_timeout_add_seconds(1, idle_unload_tick, srv);
     return TRUE;
 }
 

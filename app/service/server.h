@@ -5,6 +5,7 @@
 #ifndef MOEDESK_SERVER_H
 #define MOEDESK_SERVER_H
 
+#include "settings.h"
 #include "svc.h"
 #include "upstream.h"
 
@@ -26,20 +27,19 @@ typedef struct svc_server_options {
     int32_t     n_ctx;          /* per sequence; 0: model default, <= 4096       */
     int32_t     n_threads;
     int32_t     queue_max;
-    gint64      request_timeout_ms; /* per request; <= 0 none                    */
     gint64      header_timeout_ms;  /* headers+body must arrive within; 0: 30 s */
-    gsize       max_body_bytes; /* 0: 10 MiB                                     */
-    gint64      idle_unload_s;  /* 0: never                                      */
-    const char *const *allowed_hosts; /* NULL-terminated extra Host names         */
-    const char *const *cors_origins;  /* NULL-terminated allowed Origins          */
-    const svc_upstream *upstreams;    /* copied; n_upstreams entries                */
-    size_t      n_upstreams;
-    gboolean    keep_data_local;      /* data_sensitivity "high": never forward   */
 } svc_server_options;
 
 void svc_server_options_init(svc_server_options *o);
 
 svc_server *svc_server_new(const svc_server_options *o, GError **error);
+/* The settings that take effect while the service runs: allowed Host names,
+ * CORS origins, the body limit, the per-request timeout, idle unloading,
+ * upstreams (none with data_sensitivity "high"). main.c applies them at
+ * start (after folding its command-line overrides into `st`), the
+ * management API after every PATCH. Until then: no extra hosts or origins,
+ * 10 MiB, 600 s, never unload, no upstreams. */
+void        svc_server_apply_settings(svc_server *srv, const svc_settings *st);
 /* Starts listening (and loads the model given in the options). */
 gboolean    svc_server_start(svc_server *srv, GError **error);
 /* The port actually bound (after start). */

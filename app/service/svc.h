@@ -131,6 +131,10 @@ usage_store *svc_server_usage(svc_server *srv); /* may be NULL (no database) */
 /* The settings (settings.h) and the other modules' objects are reached
  * through these typed accessors once those modules are merged. */
 const char *svc_server_version(void);
+/* The settings file the management API edits (NULL: the default path). */
+const char *svc_server_settings_path(svc_server *srv);
+/* The API keys store (keys.h). */
+struct svc_keys *svc_server_keys(svc_server *srv);
 /* Per-request timeout in milliseconds (<= 0: none). */
 gint64      svc_server_request_timeout_ms(svc_server *srv);
 gint64      svc_server_started_us(svc_server *srv);
@@ -168,6 +172,8 @@ GCancellable      *svc_call_cancellable(svc_call *call);
 gboolean           svc_call_is_gone(svc_call *call);
 /* g_get_monotonic_time() when the request arrived. */
 gint64             svc_call_start_us(svc_call *call);
+/* The client connected from this machine (a loopback address). */
+gboolean           svc_call_from_loopback(svc_call *call);
 
 /* Metering fields (strings copied). */
 void svc_call_set_model(svc_call *call, const char *model);

@@ -66,6 +66,17 @@ with Service(exe, model=model) as svc:
     with open(cfg) as f:
         t.check(secret in f.read(), "round-tripped settings keep the key")
 
+    # Idle unloading switched on while running takes effect (the service
+    # started with it off).
+    svc.json("PATCH", "/moedesk/v1/settings", {"idle_unload_s": 1})
+    import time
+    for _ in range(50):
+        if svc.json("GET", "/health")["model"] is None:
+            break
+        time.sleep(0.1)
+    t.eq(svc.json("GET", "/health")["model"], None, "idle unload set by PATCH unloads the model")
+    svc.json("PATCH", "/moedesk/v1/settings", {"idle_unload_s": 0})
+
     # Keys.
     k = svc.json("POST", "/moedesk/v1/keys", {"name": "alice"}, expect=201)
     t.check(k["key"].startswith("mdk-") and len(k["key"]) == 47, "key format")
