@@ -168,7 +168,7 @@ static void stream_delta(svc_job *job, const char *text, size_t len, int32_t tok
                               s->top_logprobs);
         return;
     }
-    if (!len && !(s->logprobs && probs))
+    if (!len && !(s->logprobs && probs) && !s->echo_prefix)
         return;
     JsonBuilder *b = json_builder_new();
     begin_chunk(b, s, svc_job_request(job)->model ? svc_job_request(job)->model : m->name);
@@ -177,7 +177,14 @@ static void stream_delta(svc_job *job, const char *text, size_t len, int32_t tok
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "index");
     json_builder_add_int_value(b, 0);
+    /* completions echo: the prompt leads the first chunk */
     char *t = g_strndup(text, len);
+    if (s->echo_prefix) {
+        char *with = g_strconcat(s->echo_prefix, t, NULL);
+        g_free(t);
+        t = with;
+        g_clear_pointer(&s->echo_prefix, g_free);
+    }
     if (s->chat) {
         json_builder_set_member_name(b, "delta");
         json_builder_begin_object(b);
@@ -243,7 +250,7 @@ static void stream_done(svc_job *job, const svc_gen_result *r)
         json_builder_end_object(b);
     } else {
         json_builder_set_member_name(b, "text");
-        json_builder_add_string_value(b, "");
+        json_builder_add_string_value(b, s->echo_prefix ? s->echo_prefix : ""); /* echo, no text */
     }
     json_builder_set_member_name(b, "finish_reason");
     json_builder_add_string_value(b, svc_job_finish_reason(job, r));
@@ -305,12 +312,10 @@ static void whole_done(svc_job *job, const svc_gen_result *r)
         json_builder_end_object(b);
     } else {
         json_builder_set_member_name(b, "text");
-        char *t = g_strconcat(s->echo_prefix ? s->echo_prefix : "", "", NULL);
-        GString *all = g_string_new(t);
+        GString *all = g_string_new(s->echo_prefix);
         g_string_append_len(all, text, (gssize)len);
         json_builder_add_string_value(b, all->str);
         g_string_free(all, TRUE);
-        g_free(t);
     }
     json_builder_set_member_name(b, "logprobs");
     if (s->logprobs) {
@@ -416,12 +421,8 @@ static void generate(svc_call *call, svc_api api)
     static const svc_job_events stream_ev = {stream_delta, stream_done};
     static const svc_job_events whole_ev = {stream_delta, whole_done};
     gboolean stream = s->stream;
-    if (stream) {
+    if (stream)
         svc_call_stream_begin(call, 200, "text/event-stream");
-        if (echo) {
-            /* completions echo: the prompt goes out first */
-        }
-    }
     svc_job_start(call, m, req, tokens, stream ? &stream_ev : &whole_ev, s, oai_state_free);
 }
 

@@ -279,9 +279,7 @@ void svc_call_set_gen_result(svc_call *call, const svc_gen_result *r)
     svc_call_set_tokens(call, r->n_prompt, r->n_cached, r->n_completion);
     svc_call_set_decode(call, r->decode_tps, r->busy_us / 1000);
     if (!r->error)
-        svc_call_set_finish_reason(call, moe_finish_reason_openai(r->finish)
-                                             ? (r->finish == MOE_FINISH_LENGTH ? "length" : "stop")
-                                             : NULL);
+        svc_call_set_finish_reason(call, moe_finish_reason_openai(r->finish));
 }
 
 /* ---- answers ------------------------------------------------------------ */

@@ -115,6 +115,19 @@ with Service(exe, model=model, args=["--parallel", "4", "--ctx", "512"]) as svc:
     t.eq(r["object"], "text_completion", "completions object")
     t.check(isinstance(r["choices"][0]["text"], str), "completion text")
 
+    # -- echo: the prompt leads the text, whole and streamed alike
+    e = svc.json("POST", "/v1/completions", {"model": NAME, "prompt": "Once upon a time",
+                                             "max_tokens": 6, "temperature": 0, "echo": True})
+    metered += 1
+    t.eq(e["choices"][0]["text"], "Once upon a time" + r["choices"][0]["text"], "echo (whole)")
+    st, _, body = svc.request("POST", "/v1/completions", {
+        "model": NAME, "prompt": "Once upon a time", "max_tokens": 6, "temperature": 0,
+        "echo": True, "stream": True})
+    metered += 1
+    streamed = "".join(json.loads(d)["choices"][0]["text"] for _, d in sse_events(body)[:-1]
+                       if json.loads(d).get("choices"))
+    t.eq(streamed, e["choices"][0]["text"], "echo (streamed) equals echo (whole)")
+
     # -- 16 concurrent greedy requests == the same requests one at a time
     prompts = ["Request %d: %s" % (i, "x" * (i * 3)) for i in range(16)]
     alone = []
